@@ -1,0 +1,65 @@
+/* compat.bpf.h - every kernel layout difference iopulse's BPF side depends on, in one place */
+#ifndef IOPULSE_COMPAT_BPF_H
+#define IOPULSE_COMPAT_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+
+/*
+ * Tracepoint argument layouts are detected from BTF by the loader (src/btf_compat.c) and
+ * handed in as load-time constants; struct layouts are handled here with CO-RE.
+ *
+ * 1. block_rq_issue / block_rq_insert lost their request_queue argument in 5.11
+ *    (a54895fa057c "block: remove the request_queue to argument request based tracepoints").
+ *    Loader sets rq_issue_arg to the index of the struct request * argument.
+ * 2. struct request.rq_disk was removed in 5.17 (f3fa33acca9f "block: remove the ->rq_disk
+ *    field in struct request"); the disk is rq->q->disk since 5.15 (d152c682f03c "block: add
+ *    an explicit ->disk backpointer to the request_queue").
+ * 3. Request flag bit numbers (__REQ_FUA, __REQ_PREFLUSH) moved over time; read them from the
+ *    enum req_flag_bits in BTF. REQ_OP_BITS has been 8 since 4.10 (ef295ecf090d).
+ * 4. rq_flags bits became an enum (__RQF_FLUSH_SEQ) in 6.11 (5f89154e8e9e "block: Use enum to
+ *    define RQF_x bit indexes", 6.11); before that RQF_FLUSH_SEQ was (1 << 4).
+ */
+
+struct request___pre517 {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+struct request_queue___pre515 {
+	int dummy;
+} __attribute__((preserve_access_index));
+
+#define IOP_REQ_OP_BITS 8
+#define IOP_REQ_OP_MASK ((1U << IOP_REQ_OP_BITS) - 1)
+
+static __always_inline struct gendisk *iop_rq_disk(struct request *rq)
+{
+	struct request___pre517 *old = (void *)rq;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		return BPF_CORE_READ(old, rq_disk);
+	return BPF_CORE_READ(rq, q, disk);
+}
+
+static __always_inline unsigned int iop_req_fua(void)
+{
+	return 1U << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA);
+}
+
+static __always_inline unsigned int iop_req_preflush(void)
+{
+	return 1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH);
+}
+
+enum rqf_flags___x {
+	__RQF_FLUSH_SEQ___x = 1,
+};
+
+static __always_inline unsigned int iop_rqf_flush_seq(void)
+{
+	if (bpf_core_enum_value_exists(enum rqf_flags___x, __RQF_FLUSH_SEQ___x))
+		return 1U << bpf_core_enum_value(enum rqf_flags___x, __RQF_FLUSH_SEQ___x);
+	return 1U << 4;
+}
+
+#endif

@@ -1,0 +1,727 @@
+// SPDX-License-Identifier: GPL-2.0
+/* iopulse.bpf.c - in-kernel aggregation of block IO latency, seek, size, flush and sync */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "iopulse.h"
+#include "hist_math.h"
+#include "compat.bpf.h"
+#include "maps.bpf.h"
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+/* ---- load-time settings (written by src/probes.c before load) ---- */
+const volatile unsigned int hist_k = IOP_HIST_K_DEFAULT;
+const volatile unsigned int hist_nb = IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
+const volatile unsigned int slot_u64s = IOP_C_MAX + IOP_H_MAX * IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
+const volatile unsigned int sync_u64s = sizeof(struct iop_sync_val) / 8 + IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
+const volatile bool rollup_partitions = true;
+const volatile unsigned int rq_issue_arg = 0;  /* index of struct request * (see compat.bpf.h) */
+const volatile unsigned int rec_set_mask = IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS - 1;
+
+/* ---- maps ---- */
+
+/* One value per device slot: IOP_C_MAX counters then IOP_H_MAX histograms; sized at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, 8);
+	__uint(max_entries, IOP_MAX_DEVICES_DEFAULT);
+} dev_data SEC(".maps");
+
+/* Kernel dev_t -> slot. Slots come from free_slots; the daemon returns retired ones. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, u32);
+	__type(value, u32);
+	__uint(max_entries, IOP_MAX_DEVICES_DEFAULT);
+} dev_slots SEC(".maps");
+
+/* Direct-mapped cache in front of dev_slots (an array lookup is inlined, a hash lookup is not). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct iop_dev_cache);
+	__uint(max_entries, IOP_DEV_CACHE);
+} dev_cache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(value_size, sizeof(u32));
+	__uint(max_entries, IOP_MAX_DEVICES_DEFAULT);
+} free_slots SEC(".maps");
+
+/* In-flight records (iopulse.h): sets of IOP_WAYS, count set by the loader (power of two). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct iop_bio_set);
+	__uint(max_entries, IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS);
+} bio_recs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct iop_rq_set);
+	__uint(max_entries, IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS);
+} rq_recs SEC(".maps");
+
+/* A sync call in progress, in the calling thread's task storage (ts 0: none). */
+struct sync_start {
+	u64 ts;
+	u64 flush_bios;
+	u32 dev;
+	u32 kind;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sync_start);
+} sync_start SEC(".maps");
+
+/* Per (tgid, tid, dev): struct iop_sync_val then the latency buckets; value size set at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(key_size, sizeof(struct iop_sync_key));
+	__uint(value_size, 8);
+	__uint(max_entries, IOP_MAX_THREADS_DEFAULT);
+} sync_table SEC(".maps");
+
+/* All-zero template for new sync_table values (never written). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, 8);
+	__uint(max_entries, 1);
+} sync_zero SEC(".maps");
+
+__u64 globals[IOP_G_MAX] = {};
+
+/* ---- helpers ---- */
+
+static __always_inline void global_inc(unsigned int id)
+{
+	if (id < IOP_G_MAX)
+		__sync_fetch_and_add(&globals[id], 1);
+}
+
+static __always_inline u32 *dev_slot_slow(u32 kdev)
+{
+	u32 *slot = bpf_map_lookup_elem(&dev_slots, &kdev);
+	u32 fresh;
+
+	if (slot)
+		return slot;
+	if (bpf_map_pop_elem(&free_slots, &fresh)) {
+		global_inc(IOP_G_NO_SLOT);
+		return 0;
+	}
+	if (bpf_map_update_elem(&dev_slots, &kdev, &fresh, BPF_NOEXIST))
+		bpf_map_push_elem(&free_slots, &fresh, 0);
+	return bpf_map_lookup_elem(&dev_slots, &kdev);
+}
+
+/* Slot of a device, or -1: cache hit, else the hash map (assigning a slot on first sight). */
+static __always_inline int dev_slot(u32 kdev)
+{
+	u32 idx = (kdev * 2654435761U >> 16) & (IOP_DEV_CACHE - 1);
+	struct iop_dev_cache *c = bpf_map_lookup_elem(&dev_cache, &idx);
+	u32 *slot, s1;
+
+	if (c && c->kdev == kdev) {
+		s1 = c->slot1;
+		if (s1)
+			return (int)(s1 - 1);
+	}
+	slot = dev_slot_slow(kdev);
+	if (!slot)
+		return -1;
+	s1 = *slot + 1;
+	if (c) {
+		/* invalidate, then publish: a racing reader sees a miss, never a torn entry */
+		c->slot1 = 0;
+		asm volatile("" ::: "memory");
+		c->kdev = kdev;
+		asm volatile("" ::: "memory");
+		c->slot1 = s1;
+	}
+	return (int)(s1 - 1);
+}
+
+static __always_inline u64 *slot_data(u32 slot)
+{
+	return bpf_map_lookup_elem(&dev_data, &slot);
+}
+
+static __always_inline void cnt_add(u64 *base, unsigned int id, u64 v)
+{
+	if (id < IOP_C_MAX)
+		__sync_fetch_and_add(&base[id], v);
+}
+
+static __always_inline void hist_add(u64 *base, unsigned int h, u64 v)
+{
+	u64 off = IOP_C_MAX + (u64)h * hist_nb + iop_hist_index(v, hist_k);
+
+	if (off < slot_u64s)
+		__sync_fetch_and_add(&base[off], 1);
+}
+
+static __always_inline unsigned int op_group(u32 cmd_flags)
+{
+	u32 op = cmd_flags & IOP_REQ_OP_MASK;
+
+	if (op == REQ_OP_FLUSH)
+		return IOP_OP_FLUSH;
+	if (op == REQ_OP_DISCARD || op == REQ_OP_SECURE_ERASE)
+		return IOP_OP_DISCARD;
+	return (op & 1) ? IOP_OP_WRITE : IOP_OP_READ;
+}
+
+/* Fields of a request read once per event. */
+struct rq_view {
+	u64 rq;
+	u64 bio;
+	u64 sector;
+	u64 start_ns;
+	u32 kdev;
+	u32 cmd_flags;
+	u32 rq_flags;
+	u32 data_len;
+};
+
+/*
+ * The verifier forbids arithmetic on trusted BTF pointers (and partial reads of spilled
+ * ones), so the address used as a record key is copied out of the memory that holds it.
+ */
+static __always_inline u64 ptr_at(const void *where)
+{
+	u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), where);
+	return v;
+}
+
+/* tp_btf: the request is a trusted BTF pointer, so plain loads (CO-RE relocated) are enough. */
+static __always_inline void rq_read_btf(struct request *rq, u64 rq_addr, struct rq_view *v)
+{
+	struct request___pre517 *old = (void *)rq;
+	struct gendisk *disk;
+	struct block_device *part;
+
+	if (bpf_core_field_exists(old->rq_disk))
+		disk = old->rq_disk;
+	else
+		disk = rq->q->disk;
+	v->rq = rq_addr;
+	v->bio = (u64)rq->bio;
+	v->sector = rq->__sector;
+	v->start_ns = rq->start_time_ns;
+	v->cmd_flags = rq->cmd_flags;
+	v->rq_flags = rq->rq_flags;
+	v->data_len = rq->__data_len;
+	v->kdev = 0;
+	if (!rollup_partitions) {
+		part = rq->part;
+		if (part)
+			v->kdev = part->bd_dev;
+	}
+	if (!v->kdev && disk)
+		v->kdev = ((u32)disk->major << IOP_KDEV_MINORBITS) | (u32)disk->first_minor;
+}
+
+/* raw_tp: untrusted pointers, read through bpf_probe_read_kernel. */
+static __always_inline void rq_read_core(struct request *rq, struct rq_view *v)
+{
+	struct gendisk *disk = iop_rq_disk(rq);
+	struct block_device *part;
+
+	v->rq = (u64)rq;
+	v->bio = (u64)BPF_CORE_READ(rq, bio);
+	v->sector = BPF_CORE_READ(rq, __sector);
+	v->start_ns = BPF_CORE_READ(rq, start_time_ns);
+	v->cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	v->rq_flags = BPF_CORE_READ(rq, rq_flags);
+	v->data_len = BPF_CORE_READ(rq, __data_len);
+	v->kdev = 0;
+	if (!rollup_partitions) {
+		part = BPF_CORE_READ(rq, part);
+		if (part)
+			v->kdev = BPF_CORE_READ(part, bd_dev);
+	}
+	if (!v->kdev && disk)
+		v->kdev = ((u32)BPF_CORE_READ(disk, major) << IOP_KDEV_MINORBITS) |
+			  (u32)BPF_CORE_READ(disk, first_minor);
+}
+
+/* Set index from the low 32 bits of an address (a 32-bit copy of a pointer is a number). */
+static __always_inline u32 rec_set(u64 ptr)
+{
+	u32 lo = (u32)ptr;
+
+	return ((lo >> 4) * 2654435761U >> 8) & rec_set_mask;
+}
+
+/* ---- block layer ---- */
+
+static __always_inline int on_bio_queue(u64 bio, u32 opf)
+{
+	struct iop_bio_set *set;
+	struct iop_bio_rec *r = 0;
+	struct sync_start *s;
+	u64 now = bpf_ktime_get_ns(), oldest = ~0ULL;
+	u32 idx = rec_set(bio), victim = 0;
+	int i;
+
+	set = bpf_map_lookup_elem(&bio_recs, &idx);
+	if (!set)
+		return 0;
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++) {
+		u64 k = set->w[i].key;
+
+		if ((k == 0 && __sync_val_compare_and_swap(&set->w[i].key, 0, bio) == 0) || k == bio) {
+			r = &set->w[i];
+			break;
+		}
+		if (set->w[i].q_ns < oldest) {
+			oldest = set->w[i].q_ns;
+			victim = i;
+		}
+	}
+	if (!r) {
+		global_inc(IOP_G_BIO_EVICT);
+		r = &set->w[victim & (IOP_WAYS - 1)];
+		r->key = bio;
+	}
+	r->q_ns = now;
+	r->opf = opf;
+	if (opf & iop_req_preflush()) {
+		s = bpf_task_storage_get(&sync_start, bpf_get_current_task_btf(), 0, 0);
+		if (s && s->ts)
+			s->flush_bios++;
+	}
+	return 0;
+}
+
+/* Takes the submission record of bio (0 q_ns if none). */
+static __always_inline u64 take_bio(u64 bio, u32 *opf)
+{
+	struct iop_bio_set *set;
+	u32 idx = rec_set(bio);
+	u64 q = 0;
+	int i;
+
+	set = bpf_map_lookup_elem(&bio_recs, &idx);
+	if (!set)
+		return 0;
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++) {
+		if (set->w[i].key == bio) {
+			q = set->w[i].q_ns;
+			*opf = set->w[i].opf;
+			set->w[i].key = 0;
+			break;
+		}
+	}
+	return q;
+}
+
+static __always_inline struct iop_rq_rec *find_rq(u64 rq)
+{
+	struct iop_rq_set *set;
+	u32 idx = rec_set(rq);
+	int i;
+
+	set = bpf_map_lookup_elem(&rq_recs, &idx);
+	if (!set)
+		return 0;
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++)
+		if (set->w[i].key == rq)
+			return &set->w[i];
+	return 0;
+}
+
+static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue)
+{
+	struct iop_rq_set *set;
+	u64 oldest = ~0ULL;
+	u32 idx = rec_set(rq), victim = 0;
+	int i;
+
+	*reissue = false;
+	set = bpf_map_lookup_elem(&rq_recs, &idx);
+	if (!set)
+		return 0;
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++) {
+		u64 k = set->w[i].key;
+
+		if (k == rq) {
+			*reissue = true;
+			return &set->w[i];
+		}
+		if (k == 0 && __sync_val_compare_and_swap(&set->w[i].key, 0, rq) == 0)
+			return &set->w[i];
+		if (set->w[i].d_ns < oldest) {
+			oldest = set->w[i].d_ns;
+			victim = i;
+		}
+	}
+	global_inc(IOP_G_INFLIGHT_FULL);
+	set->w[victim & (IOP_WAYS - 1)].key = rq;
+	return &set->w[victim & (IOP_WAYS - 1)];
+}
+
+static __always_inline int on_rq_issue(struct rq_view *v)
+{
+	struct iop_rq_rec *r;
+	u64 now = bpf_ktime_get_ns(), end, prev, q = 0;
+	u32 opf = v->cmd_flags;
+	u64 *base;
+	unsigned int grp;
+	int slot;
+	bool reissue;
+
+	if (v->bio) {
+		q = take_bio(v->bio, &opf);
+		if (!q)
+			global_inc(IOP_G_NO_BIO_TS);
+	}
+	r = claim_rq(v->rq, &reissue);
+	if (!r)
+		return 0;
+	if (!q && reissue && !r->timed)
+		q = r->q_ns;          /* requeued: keep the first submission time */
+	if (!q && v->start_ns && v->start_ns <= now)
+		q = v->start_ns;      /* no bio record: request allocation is the best we have */
+	r->q_ns = q;
+	r->d_ns = now;
+	r->bytes = v->data_len;
+	r->opf = opf;
+	r->seek_class = 0;
+	r->timed = 0;
+	slot = dev_slot(v->kdev);
+	r->slot = (u16)(slot + 1);
+	if (slot < 0)
+		return 0;
+	grp = op_group(v->cmd_flags);
+	if (grp != IOP_OP_READ && grp != IOP_OP_WRITE)
+		return 0;
+	base = slot_data(slot);
+	if (!base)
+		return 0;
+	end = v->sector + (v->data_len >> 9);
+	prev = __sync_lock_test_and_set(&base[IOP_C_PREV_END], end);
+	if (!prev)
+		return 0;   /* first dispatch seen on this device */
+	if (v->sector == prev) {
+		r->seek_class = 1;
+		r->seek = 0;
+	} else if (v->sector > prev) {
+		r->seek_class = 2;
+		r->seek = v->sector - prev;
+	} else {
+		r->seek_class = 3;
+		r->seek = prev - v->sector;
+	}
+	return 0;
+}
+
+static __always_inline void record_timing(u64 *base, struct iop_rq_rec *r, unsigned int grp,
+					  u64 now)
+{
+	if (r->q_ns && r->q_ns <= r->d_ns)
+		hist_add(base, IOP_H_QUEUE + grp, r->d_ns - r->q_ns);
+	else
+		cnt_add(base, IOP_C_NOQUEUE + grp, 1);
+	hist_add(base, IOP_H_SERVICE + grp, now - r->d_ns);
+	hist_add(base, IOP_H_SIZE + grp, r->bytes);
+	if (r->seek_class) {
+		cnt_add(base, IOP_C_SEQ + r->seek_class - 1, 1);
+		hist_add(base, IOP_H_SEEK, r->seek);
+	}
+	r->timed = 1;
+}
+
+static __always_inline void record_flags(u64 *base, u32 opf, u64 q, u64 now)
+{
+	if (opf & iop_req_preflush()) {
+		cnt_add(base, IOP_C_PREFLUSH, 1);
+		hist_add(base, IOP_H_PREFLUSH_LAT, now - q);
+	}
+	if (opf & iop_req_fua()) {
+		cnt_add(base, IOP_C_FUA, 1);
+		hist_add(base, IOP_H_FUA_LAT, now - q);
+	}
+}
+
+static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned int nr_bytes)
+{
+	struct iop_rq_rec *r;
+	u64 now = bpf_ktime_get_ns(), *base, q;
+	u32 opf = v->cmd_flags;
+	int slot;
+	unsigned int grp = op_group(v->cmd_flags);
+
+	r = find_rq(v->rq);
+	if (r && r->slot) {
+		base = slot_data(r->slot - 1);
+	} else {
+		slot = dev_slot(v->kdev);
+		if (slot < 0)
+			return 0;
+		base = slot_data(slot);
+	}
+	if (!base)
+		return 0;
+	if (grp != IOP_OP_FLUSH)
+		cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
+	if (nr_bytes < v->data_len)
+		return 0;   /* partial completion: more of this request follows */
+	if (error)
+		cnt_add(base, IOP_C_ERRORS + grp, 1);
+	if (r && !r->timed)
+		record_timing(base, r, grp, now);
+	/* The data part of a PREFLUSH/FUA sequence ends once more when the sequence is done. */
+	if ((v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH)
+		return 0;
+
+	cnt_add(base, IOP_C_IOS + grp, 1);
+	if (!r) {
+		/* never dispatched itself: a PREFLUSH with no data waits for the flush machinery */
+		q = v->bio ? take_bio(v->bio, &opf) : 0;
+		if (q && q <= now && (opf & iop_req_preflush()))
+			record_flags(base, opf, q, now);
+		else
+			cnt_add(base, IOP_C_UNTIMED + grp, 1);
+		return 0;
+	}
+	if (grp != IOP_OP_FLUSH && r->q_ns && r->q_ns <= now) {
+		record_flags(base, r->opf, r->q_ns, now);
+		hist_add(base, IOP_H_TOTAL + grp, now - r->q_ns);
+	} else if (grp == IOP_OP_FLUSH && r->q_ns && r->q_ns <= now) {
+		hist_add(base, IOP_H_TOTAL + grp, now - r->q_ns);
+	}
+	r->key = 0;
+	return 0;
+}
+
+static __always_inline int on_rq_requeue(struct rq_view *v)
+{
+	int slot = dev_slot(v->kdev);
+	u64 *base;
+
+	if (slot < 0)
+		return 0;
+	base = slot_data(slot);
+	if (base)
+		cnt_add(base, IOP_C_REQUEUE, 1);
+	return 0;
+}
+
+/* tp_btf entry points: ctx holds the tracepoint arguments as trusted pointers. */
+SEC("tp_btf/block_bio_queue")
+int iop_bio_queue(u64 *ctx)
+{
+	struct bio *bio = (struct bio *)ctx[0];
+
+	return on_bio_queue((u64)bio, bio->bi_opf);
+}
+
+SEC("tp_btf/block_rq_issue")
+int iop_rq_issue(u64 *ctx)
+{
+	u64 *arg = rq_issue_arg ? &ctx[1] : &ctx[0];
+	struct rq_view v;
+
+	rq_read_btf((struct request *)*arg, *arg, &v);
+	return on_rq_issue(&v);
+}
+
+SEC("tp_btf/block_rq_complete")
+int iop_rq_complete(u64 *ctx)
+{
+	struct rq_view v;
+
+	rq_read_btf((struct request *)ctx[0], ctx[0], &v);
+	return on_rq_complete(&v, (int)ctx[1], (unsigned int)ctx[2]);
+}
+
+SEC("tp_btf/block_rq_requeue")
+int iop_rq_requeue(u64 *ctx)
+{
+	u64 *arg = rq_issue_arg ? &ctx[1] : &ctx[0];
+	struct rq_view v;
+
+	rq_read_btf((struct request *)*arg, *arg, &v);
+	return on_rq_requeue(&v);
+}
+
+/* raw_tp fallbacks with the same bodies, for kernels without tp_btf. */
+SEC("raw_tp/block_bio_queue")
+int iop_bio_queue_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct bio *bio = (struct bio *)ctx->args[0];
+
+	return on_bio_queue((u64)bio, BPF_CORE_READ(bio, bi_opf));
+}
+
+SEC("raw_tp/block_rq_issue")
+int iop_rq_issue_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct rq_view v;
+
+	rq_read_core((struct request *)ctx->args[rq_issue_arg ? 1 : 0], &v);
+	return on_rq_issue(&v);
+}
+
+SEC("raw_tp/block_rq_complete")
+int iop_rq_complete_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct rq_view v;
+
+	rq_read_core((struct request *)ctx->args[0], &v);
+	return on_rq_complete(&v, (int)ctx->args[1], (unsigned int)ctx->args[2]);
+}
+
+SEC("raw_tp/block_rq_requeue")
+int iop_rq_requeue_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct rq_view v;
+
+	rq_read_core((struct request *)ctx->args[rq_issue_arg ? 1 : 0], &v);
+	return on_rq_requeue(&v);
+}
+
+/* ---- fsync / fdatasync / sync_file_range ---- */
+
+/* Device of the file behind fd: the block device itself for a device node, else its fs. */
+static __always_inline u32 fd_kdev(long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	struct file *file = 0;
+	struct inode *inode;
+	umode_t mode;
+
+	if (fd < 0 || fd >= fdt->max_fds)
+		return 0;
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]) || !file)
+		return 0;
+	file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
+	inode = file->f_inode;
+	if (!inode)
+		return 0;
+	mode = inode->i_mode;
+	if ((mode & 00170000) == 0060000)   /* S_ISBLK */
+		return inode->i_rdev;
+	return inode->i_sb->s_dev;
+}
+
+static __always_inline int sync_enter(long fd, unsigned int kind)
+{
+	struct sync_start *s;
+
+	s = bpf_task_storage_get(&sync_start, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return 0;
+	s->flush_bios = 0;
+	s->kind = kind;
+	s->dev = fd_kdev(fd);
+	s->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int sync_exit(void)
+{
+	u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), lat, off;
+	struct iop_sync_key key = {};
+	struct iop_sync_val *val;
+	struct sync_start *s;
+	u32 zero = 0;
+	void *tmpl;
+	u64 *buckets;
+
+	s = bpf_task_storage_get(&sync_start, bpf_get_current_task_btf(), 0, 0);
+	if (!s || !s->ts)
+		return 0;
+	lat = now - s->ts;
+	key.tgid = id >> 32;
+	key.pid = (u32)id;
+	key.dev = s->dev;
+	val = bpf_map_lookup_elem(&sync_table, &key);
+	if (!val) {
+		tmpl = bpf_map_lookup_elem(&sync_zero, &zero);
+		if (!tmpl)
+			goto out;
+		if (bpf_map_update_elem(&sync_table, &key, tmpl, BPF_NOEXIST) == 0)
+			global_inc(IOP_G_SYNC_NEW);
+		val = bpf_map_lookup_elem(&sync_table, &key);
+		if (!val) {
+			global_inc(IOP_G_SYNC_FULL);
+			goto out;
+		}
+		bpf_get_current_comm(val->comm, sizeof(val->comm));
+	}
+	/* Only this thread writes this entry: plain adds are enough. */
+	if (s->kind < IOP_SYNC_MAX)
+		val->calls[s->kind]++;
+	val->lat_sum_ns += lat;
+	if (lat > val->lat_max_ns)
+		val->lat_max_ns = lat;
+	val->flush_bios += s->flush_bios;
+	val->last_ns = now;
+	buckets = (u64 *)val;
+	off = sizeof(struct iop_sync_val) / 8 + iop_hist_index(lat, hist_k);
+	if (off < sync_u64s)
+		buckets[off]++;
+out:
+	s->ts = 0;
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_fsync")
+int iop_enter_fsync(struct trace_event_raw_sys_enter *ctx)
+{
+	return sync_enter(ctx->args[0], IOP_SYNC_FSYNC);
+}
+
+SEC("tracepoint/syscalls/sys_enter_fdatasync")
+int iop_enter_fdatasync(struct trace_event_raw_sys_enter *ctx)
+{
+	return sync_enter(ctx->args[0], IOP_SYNC_FDATASYNC);
+}
+
+SEC("tracepoint/syscalls/sys_enter_sync_file_range")
+int iop_enter_sync_file_range(struct trace_event_raw_sys_enter *ctx)
+{
+	return sync_enter(ctx->args[0], IOP_SYNC_RANGE);
+}
+
+SEC("tracepoint/syscalls/sys_exit_fsync")
+int iop_exit_fsync(void *ctx)
+{
+	return sync_exit();
+}
+
+SEC("tracepoint/syscalls/sys_exit_fdatasync")
+int iop_exit_fdatasync(void *ctx)
+{
+	return sync_exit();
+}
+
+SEC("tracepoint/syscalls/sys_exit_sync_file_range")
+int iop_exit_sync_file_range(void *ctx)
+{
+	return sync_exit();
+}
+
+char LICENSE[] SEC("license") = "GPL";

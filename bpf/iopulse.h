@@ -1,0 +1,138 @@
+/* iopulse.h - types and constants shared by the BPF programs and the daemon (no logic) */
+#ifndef IOPULSE_BPF_SHARED_H
+#define IOPULSE_BPF_SHARED_H
+
+/* Op groups, as /proc/diskstats groups them (block/blk-core.c op_stat_group). */
+enum iop_op {
+	IOP_OP_READ = 0,
+	IOP_OP_WRITE = 1,
+	IOP_OP_FLUSH = 2,
+	IOP_OP_DISCARD = 3,
+	IOP_OP_MAX = 4,
+};
+
+/*
+ * Histograms kept per device slot. Latencies in ns, sizes in bytes, seek distance in
+ * 512-byte sectors. Queue/service/total are indexed by IOP_H_QUEUE + op etc.
+ */
+enum iop_hist_id {
+	IOP_H_QUEUE = 0,          /* 0..3: bio submitted (Q) -> dispatched to driver (D) */
+	IOP_H_SERVICE = 4,        /* 4..7: dispatched (D) -> completed (C) */
+	IOP_H_TOTAL = 8,          /* 8..11: Q -> C */
+	IOP_H_SIZE = 12,          /* 12..15: request bytes at completion */
+	IOP_H_SEEK = 16,          /* |start - end of previous dispatched request|, sectors */
+	IOP_H_PREFLUSH_LAT = 17,  /* bios carrying REQ_PREFLUSH: Q -> C as the submitter sees it */
+	IOP_H_FUA_LAT = 18,       /* bios carrying REQ_FUA: Q -> C */
+	IOP_H_MAX = 19,
+};
+
+/* u64 counters kept per device slot, before its histograms. Cumulative. */
+enum iop_cnt_id {
+	IOP_C_IOS = 0,            /* 0..3: requests completed, by op */
+	IOP_C_BYTES = 4,          /* 4..7: bytes completed, by op */
+	IOP_C_ERRORS = 8,         /* 8..11: completions with an error status, by op */
+	IOP_C_UNTIMED = 12,       /* 12..15: completions with no dispatch record (issued before attach) */
+	IOP_C_NOQUEUE = 16,       /* 16..19: completions whose submission time was unknown */
+	IOP_C_SEQ = 20,           /* dispatched data requests starting where the previous ended */
+	IOP_C_FWD = 21,
+	IOP_C_BWD = 22,
+	IOP_C_PREFLUSH = 23,      /* completed requests that carried REQ_PREFLUSH */
+	IOP_C_FUA = 24,           /* completed requests that carried REQ_FUA */
+	IOP_C_REQUEUE = 25,
+	IOP_C_PREV_END = 26,      /* not a counter: end sector of the last dispatch (seek state) */
+	IOP_C_MAX = 32,           /* padded to a whole cache line pair */
+};
+
+/* Global counters (one array map value). */
+enum iop_global_id {
+	IOP_G_NO_SLOT = 0,        /* events for a device when every slot was taken */
+	IOP_G_INFLIGHT_FULL = 1,  /* request records taken over while possibly live (set full) */
+	IOP_G_SYNC_NEW = 2,       /* sync-table entries created (evictions = created - live) */
+	IOP_G_SYNC_FULL = 3,      /* sync-table inserts that failed */
+	IOP_G_NO_BIO_TS = 4,      /* dispatches whose first bio had no submission record */
+	IOP_G_BIO_EVICT = 5,      /* bio records taken over (mostly bios merged into a request) */
+	IOP_G_MAX = 8,
+};
+
+enum iop_sync_kind {
+	IOP_SYNC_FSYNC = 0,
+	IOP_SYNC_FDATASYNC = 1,
+	IOP_SYNC_RANGE = 2,       /* sync_file_range */
+	IOP_SYNC_MAX = 3,
+};
+
+/*
+ * In-flight records live in set-associative arrays (IOP_WAYS records per set), indexed by a
+ * hash of the kernel pointer that identifies them: cheaper than a hash map (no locks, the
+ * lookup is inlined) and bounded. key 0 is a free record; a full set gives its oldest record
+ * to the newcomer.
+ */
+#define IOP_WAYS 4
+
+/* A submitted bio, keyed by its address (block_bio_queue -> block_rq_issue). */
+struct iop_bio_rec {
+	unsigned long long key;
+	unsigned long long q_ns;
+	unsigned int opf;             /* bio->bi_opf: REQ_PREFLUSH/REQ_FUA as the submitter asked */
+	unsigned int pad;
+};
+
+/* A dispatched request, keyed by its address (block_rq_issue -> block_rq_complete). */
+struct iop_rq_rec {
+	unsigned long long key;
+	unsigned long long q_ns;      /* submission of its first bio, 0 if unknown */
+	unsigned long long d_ns;      /* dispatch to the driver */
+	unsigned long long seek;      /* absolute seek distance at dispatch, sectors */
+	unsigned int bytes;           /* request size at dispatch */
+	unsigned int opf;             /* flags of the first bio (or the request) */
+	unsigned short slot;          /* device slot + 1, 0 if none */
+	unsigned char seek_class;     /* 0 none, 1 seq, 2 fwd, 3 bwd */
+	unsigned char timed;          /* queue/service already recorded */
+};
+
+struct iop_bio_set {
+	struct iop_bio_rec w[IOP_WAYS];
+};
+
+struct iop_rq_set {
+	struct iop_rq_rec w[IOP_WAYS];
+};
+
+/* Sync-table key: one entry per (process, thread, device). dev uses the kernel's encoding. */
+struct iop_sync_key {
+	unsigned int tgid;
+	unsigned int pid;
+	unsigned int dev;
+	unsigned int pad;
+};
+
+/* Sync-table value header; IOP_HIST_NBUCKETS(k) u64 latency buckets follow it. */
+struct iop_sync_val {
+	char comm[16];
+	unsigned long long calls[IOP_SYNC_MAX];
+	unsigned long long lat_sum_ns;
+	unsigned long long lat_max_ns;
+	unsigned long long flush_bios;   /* REQ_PREFLUSH bios submitted from inside the call */
+	unsigned long long last_ns;      /* completion time of the latest call */
+};
+
+/* dev_cache entry: kdev -> slot; slot1 = slot + 1, 0 while invalid. Cleared by the daemon
+ * before it hands a slot back. */
+#define IOP_DEV_CACHE 256
+struct iop_dev_cache {
+	unsigned int kdev;
+	unsigned int slot0;
+	unsigned int slot1;
+	unsigned int pad;
+};
+
+#define IOP_MAX_DEVICES_DEFAULT 64
+#define IOP_MAX_THREADS_DEFAULT 1024
+#define IOP_MAX_INFLIGHT_DEFAULT 65536
+
+/* Kernel dev_t encoding (include/linux/kdev_t.h MINORBITS). */
+#define IOP_KDEV_MINORBITS 20
+#define IOP_KDEV_MAJOR(d) ((unsigned int)((d) >> IOP_KDEV_MINORBITS))
+#define IOP_KDEV_MINOR(d) ((unsigned int)((d) & ((1U << IOP_KDEV_MINORBITS) - 1)))
+
+#endif

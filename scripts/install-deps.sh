@@ -1,0 +1,9 @@
+#!/bin/sh
+# Installs what building and testing iopulse needs on Debian 12 (run as root).
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+	clang llvm libbpf-dev bpftool libyaml-dev libelf-dev zlib1g-dev check \
+	meson ninja-build pkgconf gcc libc6-dev \
+	fio e2fsprogs util-linux python3 python3-pytest valgrind >/dev/null

@@ -1,0 +1,332 @@
+/* aggregator.c - turns the kernel's cumulative maps into per-interval deltas */
+#include "aggregator.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+
+#include "log.h"
+
+struct slot_state {
+	bool used;
+	uint32_t kdev;
+	dev_t dev;
+	uint64_t *prev;          /* cumulative values at the previous collect */
+	uint64_t *delta;
+	bool active;             /* completed IO in this interval */
+	bool seen;               /* still assigned in the kernel */
+};
+
+struct aggregator {
+	struct probes *probes;
+	struct devices *devices;
+	struct threads *threads;
+	size_t u64s;
+	unsigned int k, nb;
+	uint32_t nslots;
+	struct slot_state *slots;
+	uint64_t *zero_hist;
+	struct iop_dev_interval *devs;
+	size_t devs_cap;
+	struct iop_device *unknown;   /* names for devices sysfs does not know */
+	size_t unknown_cap;
+	uint64_t global_prev[IOP_G_MAX];
+	struct iop_bpf_prog_stat progs[32], progs_prev[32];
+	uint64_t seq;
+	uint64_t last_mono, last_real;
+};
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
+		   struct threads *t)
+{
+	struct aggregator *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->probes = p;
+	a->devices = d;
+	a->threads = t;
+	a->u64s = probes_slot_u64s(p);
+	a->k = probes_hist_k(p);
+	a->nb = probes_hist_nb(p);
+	a->nslots = probes_max_devices(p);
+	a->slots = calloc(a->nslots, sizeof(*a->slots));
+	a->zero_hist = calloc(a->nb, sizeof(uint64_t));
+	if (!a->slots || !a->zero_hist) {
+		aggregator_free(a);
+		return -ENOMEM;
+	}
+	a->last_mono = now_ns(CLOCK_MONOTONIC);
+	a->last_real = now_ns(CLOCK_REALTIME);
+	*out = a;
+	return 0;
+}
+
+struct aggregator *aggregator_free(struct aggregator *a)
+{
+	uint32_t i;
+
+	if (!a)
+		return NULL;
+	for (i = 0; a->slots && i < a->nslots; i++) {
+		free(a->slots[i].prev);
+		free(a->slots[i].delta);
+	}
+	free(a->slots);
+	free(a->zero_hist);
+	free(a->devs);
+	free(a->unknown);
+	free(a);
+	return NULL;
+}
+
+static int note_slot(void *ctx, uint32_t kdev, uint32_t slot)
+{
+	struct aggregator *a = ctx;
+	struct slot_state *s;
+
+	if (slot >= a->nslots)
+		return 0;
+	s = &a->slots[slot];
+	if (!s->used || s->kdev != kdev) {
+		if (!s->prev)
+			s->prev = calloc(a->u64s, sizeof(uint64_t));
+		if (!s->delta)
+			s->delta = calloc(a->u64s, sizeof(uint64_t));
+		if (!s->prev || !s->delta)
+			return -ENOMEM;
+		memset(s->prev, 0, a->u64s * sizeof(uint64_t));
+		s->used = true;
+		s->kdev = kdev;
+		s->dev = devices_from_kdev(kdev);
+	}
+	s->seen = true;
+	return 0;
+}
+
+static void slot_delta(struct aggregator *a, uint32_t i)
+{
+	struct slot_state *s = &a->slots[i];
+	const uint64_t *cur = probes_slot_data(a->probes, i);
+	size_t j;
+	uint64_t ios = 0;
+
+	for (j = 0; j < a->u64s; j++) {
+		uint64_t v = cur[j];
+
+		s->delta[j] = v - s->prev[j];
+		s->prev[j] = v;
+	}
+	s->delta[IOP_C_PREV_END] = 0;
+	for (j = 0; j < IOP_OP_MAX; j++)
+		ios += s->delta[IOP_C_IOS + j] + s->delta[IOP_C_BYTES + j];
+	s->active = ios != 0;
+}
+
+static const struct iop_device *name_unknown(struct aggregator *a, dev_t dev, size_t *nunknown)
+{
+	struct iop_device *u;
+
+	if (*nunknown >= a->unknown_cap) {
+		size_t cap = a->unknown_cap ? a->unknown_cap * 2 : 8;
+
+		u = realloc(a->unknown, cap * sizeof(*u));
+		if (!u)
+			return NULL;
+		a->unknown = u;
+		a->unknown_cap = cap;
+	}
+	u = &a->unknown[(*nunknown)++];
+	memset(u, 0, sizeof(*u));
+	u->dev = dev;
+	u->disk = dev;
+	u->osd_id = -1;
+	snprintf(u->name, sizeof(u->name), "dev%u:%u", major(dev), minor(dev));
+	return u;
+}
+
+static struct iop_dev_interval *add_dev(struct aggregator *a, size_t *n)
+{
+	struct iop_dev_interval *d;
+
+	if (*n >= a->devs_cap) {
+		size_t cap = a->devs_cap ? a->devs_cap * 2 : 16;
+
+		d = realloc(a->devs, cap * sizeof(*d));
+		if (!d)
+			return NULL;
+		a->devs = d;
+		a->devs_cap = cap;
+	}
+	d = &a->devs[(*n)++];
+	memset(d, 0, sizeof(*d));
+	return d;
+}
+
+static void fill_hists(struct aggregator *a, struct iop_dev_interval *d, const uint64_t *delta)
+{
+	unsigned int h;
+
+	for (h = 0; h < IOP_H_MAX; h++) {
+		d->hist[h].k = a->k;
+		d->hist[h].nbuckets = a->nb;
+		d->hist[h].counts = delta ? delta + IOP_C_MAX + (size_t)h * a->nb : a->zero_hist;
+	}
+}
+
+static bool selected(const struct iop_config *c, const char *name)
+{
+	return devices_name_selected(name, c->dev_include.v, c->dev_include.n,
+				     c->dev_exclude.v, c->dev_exclude.n);
+}
+
+static int build_devices(struct aggregator *a, const struct iop_config *c, size_t *ndevs)
+{
+	size_t n = 0, nunknown = 0, i;
+	uint32_t s;
+
+	/* devices with IO in this interval, then present idle ones */
+	for (s = 0; s < a->nslots; s++) {
+		struct slot_state *st = &a->slots[s];
+		const struct iop_device *info;
+		struct iop_dev_interval *d;
+
+		if (!st->used)
+			continue;
+		info = devices_get(a->devices, st->dev);
+		if (!st->active && (!info || !info->present))
+			continue;
+		if (!info)
+			info = name_unknown(a, st->dev, &nunknown);
+		if (!info || !selected(c, info->name))
+			continue;
+		d = add_dev(a, &n);
+		if (!d)
+			return -ENOMEM;
+		d->info = info;
+		memcpy(d->cnt, st->delta, sizeof(d->cnt));
+		fill_hists(a, d, st->delta);
+	}
+	for (i = 0; i < devices_count(a->devices); i++) {
+		const struct iop_device *info = devices_at(a->devices, i);
+		struct iop_dev_interval *d;
+		bool have = false;
+
+		if (!info->present || (info->is_partition && c->rollup_partitions) ||
+		    !selected(c, info->name))
+			continue;
+		for (s = 0; s < a->nslots && !have; s++)
+			have = a->slots[s].used && a->slots[s].dev == info->dev &&
+			       (a->slots[s].active || info->present);
+		if (have)
+			continue;
+		d = add_dev(a, &n);
+		if (!d)
+			return -ENOMEM;
+		d->info = info;
+		fill_hists(a, d, NULL);
+	}
+	*ndevs = n;
+	return 0;
+}
+
+static void retire_slots(struct aggregator *a)
+{
+	uint32_t s;
+
+	for (s = 0; s < a->nslots; s++) {
+		struct slot_state *st = &a->slots[s];
+		const struct iop_device *info;
+		int r;
+
+		if (!st->used)
+			continue;
+		if (!st->seen) {          /* released already (should not happen) */
+			st->used = false;
+			continue;
+		}
+		info = devices_get(a->devices, st->dev);
+		if (st->active || (info && info->present))
+			continue;
+		r = probes_release_slot(a->probes, st->kdev, s);
+		if (r)
+			log_warn("cannot release device slot %u: %s", s, strerror(-r));
+		st->used = false;
+	}
+}
+
+static void prog_stats(struct aggregator *a, struct iop_interval *iv)
+{
+	int n = probes_prog_stats(a->probes, a->progs, 32), i;
+
+	iv->bpf_stats = probes_bpf_stats_on(a->probes);
+	if (n < 0)
+		n = 0;
+	for (i = 0; i < n; i++) {
+		struct iop_bpf_prog_stat cur = a->progs[i];
+
+		a->progs[i].run_cnt = cur.run_cnt - a->progs_prev[i].run_cnt;
+		a->progs[i].run_time_ns = cur.run_time_ns - a->progs_prev[i].run_time_ns;
+		a->progs_prev[i] = cur;
+	}
+	iv->nprogs = (size_t)n;
+	iv->progs = a->progs;
+}
+
+int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv)
+{
+	const volatile uint64_t *g;
+	uint32_t s;
+	int r, i;
+
+	memset(iv, 0, sizeof(*iv));
+	iv->start_mono_ns = a->last_mono;
+	iv->start_realtime_ns = a->last_real;
+	a->last_mono = iv->end_mono_ns = now_ns(CLOCK_MONOTONIC);
+	a->last_real = iv->end_realtime_ns = now_ns(CLOCK_REALTIME);
+	iv->seq = ++a->seq;
+	iv->hist_k = a->k;
+
+	r = devices_scan(a->devices);
+	if (r < 0)
+		log_warn("device scan failed: %s", strerror(-r));
+	for (s = 0; s < a->nslots; s++)
+		a->slots[s].seen = false;
+	r = probes_for_each_slot(a->probes, note_slot, a);
+	if (r)
+		return r;
+	for (s = 0; s < a->nslots; s++)
+		if (a->slots[s].used && a->slots[s].seen)
+			slot_delta(a, s);
+	r = build_devices(a, c, &iv->ndevs);
+	if (r)
+		return r;
+	iv->devs = a->devs;
+	retire_slots(a);
+
+	g = probes_globals(a->probes);
+	for (i = 0; i < IOP_G_MAX; i++) {
+		uint64_t v = g[i];
+
+		iv->global[i] = v - a->global_prev[i];
+		a->global_prev[i] = v;
+	}
+	if (a->threads && c->sync_enabled) {
+		r = threads_collect(a->threads, c, &iv->threads, &iv->nthreads, &iv->sync_evictions);
+		if (r)
+			return r;
+	}
+	prog_stats(a, iv);
+	return 0;
+}

@@ -1,0 +1,24 @@
+/* aggregator.h - turns the kernel's cumulative maps into per-interval deltas */
+#ifndef IOPULSE_AGGREGATOR_H
+#define IOPULSE_AGGREGATOR_H
+
+#include "config.h"
+#include "devices.h"
+#include "interval.h"
+#include "probes.h"
+#include "threads.h"
+
+struct aggregator;
+
+int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
+		   struct threads *t);
+struct aggregator *aggregator_free(struct aggregator *a);
+
+/*
+ * Close the interval that started at the previous call (or at aggregator_new) and fill iv.
+ * The devices table is rescanned first; slots of devices that are gone and idle are handed
+ * back to the BPF side. iv and everything it points to stay valid until the next call.
+ */
+int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv);
+
+#endif

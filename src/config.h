@@ -1,0 +1,70 @@
+/* config.h - iopulsed configuration: typed struct, YAML loader, validation */
+#ifndef IOPULSE_CONFIG_H
+#define IOPULSE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IOP_CONFIG_DEFAULT_PATH "/etc/iopulse/iopulse.yaml"
+
+/* Allowed range of interval (and of any duration accepted by config_parse_duration_ms). */
+#define IOP_INTERVAL_MS_MIN 10ULL
+#define IOP_INTERVAL_MS_MAX 3600000ULL
+
+enum iop_log_level {
+	IOP_LOG_ERROR = 0,
+	IOP_LOG_WARNING = 1,
+	IOP_LOG_INFO = 2,
+	IOP_LOG_DEBUG = 3,
+};
+
+struct iop_strlist {
+	char **v;
+	size_t n;
+};
+
+struct iop_config {
+	uint64_t interval_ms;          /* interval: "1s", "500ms", 2 (seconds); 10ms..3600s */
+	unsigned int hist_precision;   /* histogram.precision: 2..7 (IOP_HIST_K_*) */
+	struct iop_strlist dev_include;  /* devices.include: globs on kernel names; empty = all */
+	struct iop_strlist dev_exclude;  /* devices.exclude: globs; default ["ram*", "zram*"] */
+	bool rollup_partitions;        /* devices.rollup_partitions: default true */
+	struct iop_strlist thread_include; /* sync.threads.include: globs on thread names */
+	struct iop_strlist thread_exclude; /* sync.threads.exclude */
+	bool sync_enabled;             /* sync.enabled: default true */
+	uint32_t max_devices;          /* limits.devices: 1..4096, default 64 */
+	uint32_t max_threads;          /* limits.threads: 16..1048576, default 1024 */
+	uint32_t max_inflight;         /* limits.inflight: 1024..4194304, default 65536 */
+	char *ceph_osd_dir;            /* ceph.osd_dir: default "/var/lib/ceph/osd" */
+	enum iop_log_level log_level;  /* log.level: error|warning|info|debug, default info */
+	bool bpf_stats;                /* bpf_stats: enable kernel.bpf_stats_enabled while running */
+};
+
+/* Fill with the built-in defaults (allocates the default exclude list). */
+int config_init_defaults(struct iop_config *c);
+void config_release(struct iop_config *c);
+
+/*
+ * Parse path into c (which must hold defaults or a previous config; keys present in the file
+ * replace them). On error returns -errno (-EINVAL for content errors) and writes one line
+ * "FILE:LINE:COLUMN: key 'a.b': what is wrong" into err (errlen bytes). On error c is
+ * left unchanged.
+ */
+int config_load(struct iop_config *c, const char *path, char *err, size_t errlen);
+
+/*
+ * Parse a duration such as "1s", "250ms", "2m", "1h", "0.5s" or a bare number of seconds
+ * ("2", "0.25"). Returns -EINVAL if s is not such a duration or not a whole number of
+ * milliseconds, -ERANGE if it lies outside IOP_INTERVAL_MS_MIN..IOP_INTERVAL_MS_MAX;
+ * *out_ms is written only on success.
+ */
+int config_parse_duration_ms(const char *s, uint64_t *out_ms);
+
+/*
+ * Deep copy (for SIGHUP: load into a copy, swap on success). dst is overwritten without
+ * being released first; on error (-ENOMEM) dst is left zeroed.
+ */
+int config_copy(struct iop_config *dst, const struct iop_config *src);
+
+#endif

@@ -1,0 +1,309 @@
+/* daemon.c - the main loop: timer, signals, reload, output */
+#include "daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aggregator.h"
+#include "devices.h"
+#include "log.h"
+#include "output_json.h"
+#include "output_text.h"
+#include "probes.h"
+#include "threads.h"
+
+struct pipeline {
+	struct probes *probes;
+	struct devices *devices;
+	struct threads *threads;
+	struct aggregator *agg;
+};
+
+static int strlist_dup(struct iop_strlist *dst, const struct iop_strlist *src)
+{
+	size_t i;
+
+	for (i = 0; i < dst->n; i++)
+		free(dst->v[i]);
+	free(dst->v);
+	dst->v = calloc(src->n + 1, sizeof(char *));
+	dst->n = 0;
+	if (!dst->v)
+		return -ENOMEM;
+	for (i = 0; i < src->n; i++) {
+		dst->v[i] = strdup(src->v[i]);
+		if (!dst->v[i])
+			return -ENOMEM;
+		dst->n++;
+	}
+	return 0;
+}
+
+int overrides_apply(const struct overrides *ov, struct iop_config *c)
+{
+	int r = 0;
+
+	if (ov->interval_ms)
+		c->interval_ms = ov->interval_ms;
+	if (ov->hist_precision >= 0)
+		c->hist_precision = (unsigned int)ov->hist_precision;
+	if (ov->set_dev_include)
+		r = r ?: strlist_dup(&c->dev_include, &ov->dev_include);
+	if (ov->set_dev_exclude)
+		r = r ?: strlist_dup(&c->dev_exclude, &ov->dev_exclude);
+	if (ov->set_thread_include)
+		r = r ?: strlist_dup(&c->thread_include, &ov->thread_include);
+	if (ov->rollup >= 0)
+		c->rollup_partitions = ov->rollup;
+	if (ov->max_devices)
+		c->max_devices = ov->max_devices;
+	if (ov->max_threads)
+		c->max_threads = ov->max_threads;
+	if (ov->ceph_osd_dir) {
+		char *d = strdup(ov->ceph_osd_dir);
+
+		if (!d)
+			return -ENOMEM;
+		free(c->ceph_osd_dir);
+		c->ceph_osd_dir = d;
+	}
+	if (ov->log_level >= 0)
+		c->log_level = (enum iop_log_level)ov->log_level;
+	if (ov->bpf_stats >= 0)
+		c->bpf_stats = ov->bpf_stats;
+	if (ov->sync_enabled >= 0)
+		c->sync_enabled = ov->sync_enabled;
+	return r;
+}
+
+static void pipeline_stop(struct pipeline *pl)
+{
+	pl->agg = aggregator_free(pl->agg);
+	pl->threads = threads_free(pl->threads);
+	pl->probes = probes_free(pl->probes);
+	pl->devices = devices_free(pl->devices);
+}
+
+static int pipeline_start(struct pipeline *pl, const struct iop_config *c)
+{
+	struct probes_opts po = {
+		.hist_k = c->hist_precision,
+		.rollup_partitions = c->rollup_partitions,
+		.sync_enabled = c->sync_enabled,
+		.bpf_stats = c->bpf_stats,
+		.max_devices = c->max_devices,
+		.max_threads = c->max_threads,
+		.max_inflight = c->max_inflight,
+	};
+	char err[1024];
+	int r;
+
+	r = devices_new(&pl->devices, "/sys", c->ceph_osd_dir);
+	if (r) {
+		log_error("cannot read the block devices from /sys: %s", strerror(-r));
+		return r;
+	}
+	r = probes_new(&pl->probes, &po, err, sizeof(err));
+	if (r) {
+		log_error("%s", err);
+		goto fail;
+	}
+	if (c->sync_enabled) {
+		r = threads_new(&pl->threads, pl->probes, pl->devices);
+		if (r)
+			goto fail;
+	}
+	r = aggregator_new(&pl->agg, pl->probes, pl->devices, pl->threads);
+	if (r)
+		goto fail;
+	return 0;
+fail:
+	pipeline_stop(pl);
+	return r;
+}
+
+static bool needs_restart(const struct iop_config *a, const struct iop_config *b)
+{
+	return a->hist_precision != b->hist_precision || a->rollup_partitions != b->rollup_partitions ||
+	       a->sync_enabled != b->sync_enabled || a->bpf_stats != b->bpf_stats ||
+	       a->max_devices != b->max_devices || a->max_threads != b->max_threads ||
+	       a->max_inflight != b->max_inflight ||
+	       strcmp(a->ceph_osd_dir ? a->ceph_osd_dir : "", b->ceph_osd_dir ? b->ceph_osd_dir : "");
+}
+
+static int arm_timer(int tfd, uint64_t ms)
+{
+	struct itimerspec its = {
+		.it_interval = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000 },
+	};
+
+	its.it_value = its.it_interval;
+	return timerfd_settime(tfd, 0, &its, NULL) ? -errno : 0;
+}
+
+static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct iop_config *c)
+{
+	struct iop_interval iv;
+	int r = aggregator_collect(pl->agg, c, &iv);
+
+	if (r) {
+		log_error("collecting the interval failed: %s", strerror(-r));
+		return r;
+	}
+	if (o->output == OUTPUT_JSON)
+		r = output_json_write(stdout, &iv);
+	else if (o->output == OUTPUT_TEXT)
+		r = output_text_write(stdout, &iv);
+	if (r)
+		log_error("writing the output failed: %s", strerror(-r));
+	return r;
+}
+
+/* SIGHUP: parse into a copy; keep the old config on any error. */
+static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pipeline *pl, int tfd)
+{
+	struct iop_config fresh;
+	char err[1024];
+	int r;
+
+	if (!o->config_path) {
+		log_info("SIGHUP: no config file in use, nothing to reload");
+		return 0;
+	}
+	r = config_init_defaults(&fresh);
+	if (r)
+		return r;
+	r = config_load(&fresh, o->config_path, err, sizeof(err));
+	if (!r)
+		r = overrides_apply(&o->ov, &fresh);
+	if (r) {
+		log_error("reload rejected, keeping the running config: %s", r == -EINVAL ? err : strerror(-r));
+		config_release(&fresh);
+		return 0;
+	}
+	if (needs_restart(cfg, &fresh)) {
+		struct pipeline next = { 0 };
+
+		/* flush the old probes' last partial interval, then swap */
+		emit(pl, o, cfg);
+		r = pipeline_start(&next, &fresh);
+		if (r) {
+			log_error("reload rejected, the new settings could not be applied; keeping the running config");
+			config_release(&fresh);
+			return 0;
+		}
+		pipeline_stop(pl);
+		*pl = next;
+	}
+	log_setup(fresh.log_level, o->use_syslog);
+	if (fresh.interval_ms != cfg->interval_ms)
+		arm_timer(tfd, fresh.interval_ms);
+	config_release(cfg);
+	*cfg = fresh;
+	log_info("configuration reloaded from %s", o->config_path);
+	return 0;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
+{
+	struct pipeline pl = { 0 };
+	struct epoll_event ev = { .events = EPOLLIN }, got[4];
+	sigset_t mask;
+	int sfd = -1, tfd = -1, dfd = -1, efd = -1, rc = 1, n, i;
+	bool running = true;
+	uint64_t end_ms = 0;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGPIPE);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL))
+		return 1;
+	if (pipeline_start(&pl, cfg))
+		return 1;
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	efd = epoll_create1(EPOLL_CLOEXEC);
+	if (sfd < 0 || tfd < 0 || efd < 0 || arm_timer(tfd, cfg->interval_ms))
+		goto out;
+	ev.data.fd = sfd;
+	epoll_ctl(efd, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.fd = tfd;
+	epoll_ctl(efd, EPOLL_CTL_ADD, tfd, &ev);
+	if (o->duration_ms) {
+		struct itimerspec its = { .it_value = { .tv_sec = (time_t)(o->duration_ms / 1000),
+						      .tv_nsec = (long)(o->duration_ms % 1000) * 1000000 } };
+
+		dfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (dfd < 0 || timerfd_settime(dfd, 0, &its, NULL))
+			goto out;
+		ev.data.fd = dfd;
+		epoll_ctl(efd, EPOLL_CTL_ADD, dfd, &ev);
+		end_ms = mono_ms() + o->duration_ms;
+	}
+	log_info("ready: interval %llu ms, attach mode %s", (unsigned long long)cfg->interval_ms,
+		 probes_attach_mode(pl.probes));
+
+	while (running) {
+		n = epoll_wait(efd, got, 4, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("epoll_wait: %s", strerror(errno));
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			uint64_t ticks;
+
+			if (got[i].data.fd == tfd) {
+				if (read(tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
+					continue;
+				if (end_ms && mono_ms() + 1 >= end_ms)
+					continue;   /* the duration timer closes the last interval */
+				if (emit(&pl, o, cfg))
+					goto out;
+			} else if (got[i].data.fd == dfd) {
+				running = false;
+			} else if (got[i].data.fd == sfd) {
+				struct signalfd_siginfo si;
+
+				if (read(sfd, &si, sizeof(si)) != sizeof(si))
+					continue;
+				if (si.ssi_signo == SIGHUP)
+					reload(o, cfg, &pl, tfd);
+				else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM)
+					running = false;
+			}
+		}
+	}
+	rc = emit(&pl, o, cfg) ? 1 : 0;
+	log_info("stopping: probes detached");
+out:
+	pipeline_stop(&pl);
+	if (dfd >= 0)
+		close(dfd);
+	if (efd >= 0)
+		close(efd);
+	if (tfd >= 0)
+		close(tfd);
+	if (sfd >= 0)
+		close(sfd);
+	return rc;
+}

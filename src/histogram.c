@@ -1,0 +1,88 @@
+/* histogram.c - percentiles and summaries over log-linear histogram buckets (user space) */
+#include "histogram.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+uint64_t hist_count(const struct iop_hist_view *h)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < h->nbuckets; i++)
+		n += h->counts[i];
+	return n;
+}
+
+uint64_t hist_bucket_mid(unsigned int idx, unsigned int k)
+{
+	uint64_t lo = iop_hist_lower(idx, k), hi = iop_hist_upper(idx, k);
+
+	return lo + (hi - lo) / 2;
+}
+
+static uint64_t rank_of(double q, uint64_t count)
+{
+	double r = ceil(q / 100.0 * (double)count);
+
+	if (r < 1)
+		r = 1;
+	if (r > (double)count)
+		r = (double)count;
+	return (uint64_t)r;
+}
+
+int hist_percentile(const struct iop_hist_view *h, double q, uint64_t *out)
+{
+	uint64_t count, rank, seen = 0;
+	unsigned int i;
+
+	if (!(q > 0.0 && q <= 100.0))
+		return -EINVAL;
+	count = hist_count(h);
+	if (!count)
+		return -ENODATA;
+	rank = rank_of(q, count);
+	for (i = 0; i < h->nbuckets; i++) {
+		seen += h->counts[i];
+		if (seen >= rank) {
+			*out = hist_bucket_mid(i, h->k);
+			return 0;
+		}
+	}
+	return -ENODATA;
+}
+
+void hist_summarize(const struct iop_hist_view *h, struct iop_hist_summary *s)
+{
+	static const double qs[4] = { 50.0, 90.0, 99.0, 99.9 };
+	uint64_t *outs[4] = { &s->p50, &s->p90, &s->p99, &s->p999 };
+	uint64_t ranks[4], seen = 0;
+	double sum = 0;
+	unsigned int i, next = 0;
+	bool first = true;
+
+	memset(s, 0, sizeof(*s));
+	s->count = hist_count(h);
+	if (!s->count)
+		return;
+	for (i = 0; i < 4; i++)
+		ranks[i] = rank_of(qs[i], s->count);
+	for (i = 0; i < h->nbuckets; i++) {
+		uint64_t c = h->counts[i];
+
+		if (!c)
+			continue;
+		if (first) {
+			s->min = iop_hist_lower(i, h->k);
+			first = false;
+		}
+		s->max = iop_hist_upper(i, h->k);
+		sum += (double)c * (double)hist_bucket_mid(i, h->k);
+		seen += c;
+		while (next < 4 && seen >= ranks[next])
+			*outs[next++] = hist_bucket_mid(i, h->k);
+	}
+	s->mean = sum / (double)s->count;
+}

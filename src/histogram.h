@@ -1,0 +1,32 @@
+/* histogram.h - percentiles and summaries over log-linear histogram buckets (user space) */
+#ifndef IOPULSE_HISTOGRAM_H
+#define IOPULSE_HISTOGRAM_H
+
+#include <stdint.h>
+
+#include "hist_math.h"
+#include "interval.h"
+
+struct iop_hist_summary {
+	uint64_t count;
+	double mean;             /* from bucket midpoints */
+	uint64_t min, max;       /* bucket bounds: lowest bucket's lower bound, highest's upper */
+	uint64_t p50, p90, p99, p999;
+};
+
+uint64_t hist_count(const struct iop_hist_view *h);
+
+/*
+ * q-th percentile (0 < q <= 100): the midpoint of the bucket holding the value of rank
+ * ceil(q/100 * count). Relative error at most 2^-(k+1) for values >= 2^k, exact below.
+ * Returns 0 and *out, or -ENODATA for an empty histogram, -EINVAL for a bad q.
+ */
+int hist_percentile(const struct iop_hist_view *h, double q, uint64_t *out);
+
+/* All of the above at once; an empty histogram gives count 0 and zeros elsewhere. */
+void hist_summarize(const struct iop_hist_view *h, struct iop_hist_summary *s);
+
+/* Midpoint of a bucket (the value reported for it). */
+uint64_t hist_bucket_mid(unsigned int idx, unsigned int k);
+
+#endif

@@ -1,0 +1,394 @@
+/* probes.c - loads, attaches and reads the BPF programs and maps */
+#include "probes.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "btf_compat.h"
+#include "hist_math.h"
+#include "iopulse.skel.h"
+#include "log.h"
+
+#define TRACEFS "/sys/kernel/tracing"
+
+struct probes {
+	struct iopulse_bpf *skel;
+	struct btf_compat compat;
+	bool raw_tp;
+	unsigned int k, nb;
+	size_t slot_u64s;
+	size_t slot_stride;       /* bytes between slots in the mmap */
+	uint32_t max_devices;
+	size_t sync_value_size;
+	uint64_t *data;           /* mmap of dev_data */
+	size_t data_len;
+	int stats_fd;
+};
+
+/* libbpf's messages: kept for the error report, printed at debug level. */
+static char libbpf_last[4096];
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	size_t used;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	if (level == LIBBPF_DEBUG && log_get_level() < IOP_LOG_DEBUG)
+		return 0;
+	used = strlen(libbpf_last);
+	if (used + strlen(line) + 1 >= sizeof(libbpf_last))
+		libbpf_last[0] = '\0';
+	strncat(libbpf_last, line, sizeof(libbpf_last) - strlen(libbpf_last) - 1);
+	if (log_get_level() >= IOP_LOG_DEBUG)
+		fprintf(stderr, "libbpf: %s", line);
+	return 0;
+}
+
+static int ensure_tracefs(char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(TRACEFS "/events/syscalls", &st) == 0 ||
+	    stat("/sys/kernel/debug/tracing/events/syscalls", &st) == 0)
+		return 0;
+	if (stat(TRACEFS "/events", &st) != 0) {
+		if (mount("nodev", TRACEFS, "tracefs", 0, NULL) != 0) {
+			int e = errno;
+
+			snprintf(err, errlen, "sync tracking attaches to syscall tracepoints and needs "
+				 "tracefs, which is not mounted and could not be mounted at " TRACEFS
+				 " (%s); mount it (mount -t tracefs nodev " TRACEFS ") or set "
+				 "sync.enabled: false", strerror(e));
+			return -e;
+		}
+		log_info("mounted tracefs at " TRACEFS " for the syscall tracepoints");
+	}
+	if (stat(TRACEFS "/events/syscalls", &st) != 0) {
+		snprintf(err, errlen, "this kernel has no syscall tracepoints (" TRACEFS
+			 "/events/syscalls missing, CONFIG_FTRACE_SYSCALLS off); set sync.enabled: false");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync)
+{
+	struct bpf_program *btf_progs[] = {
+		s->progs.iop_bio_queue, s->progs.iop_rq_issue, s->progs.iop_rq_complete,
+		s->progs.iop_rq_requeue,
+	};
+	struct bpf_program *raw_progs[] = {
+		s->progs.iop_bio_queue_raw, s->progs.iop_rq_issue_raw, s->progs.iop_rq_complete_raw,
+		s->progs.iop_rq_requeue_raw,
+	};
+	struct bpf_program *sync_progs[] = {
+		s->progs.iop_enter_fsync, s->progs.iop_enter_fdatasync,
+		s->progs.iop_enter_sync_file_range, s->progs.iop_exit_fsync,
+		s->progs.iop_exit_fdatasync, s->progs.iop_exit_sync_file_range,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(btf_progs) / sizeof(btf_progs[0]); i++) {
+		bpf_program__set_autoload(btf_progs[i], !raw_tp);
+		bpf_program__set_autoload(raw_progs[i], raw_tp);
+	}
+	for (i = 0; i < sizeof(sync_progs) / sizeof(sync_progs[0]); i++)
+		bpf_program__set_autoload(sync_progs[i], sync);
+}
+
+static int configure(struct probes *p, const struct probes_opts *o)
+{
+	struct iopulse_bpf *s = p->skel;
+	size_t sync_u64s = sizeof(struct iop_sync_val) / 8 + p->nb;
+	uint32_t sets = 1;
+	int err = 0;
+
+	while (sets * IOP_WAYS < o->max_inflight)
+		sets <<= 1;
+	s->rodata->rec_set_mask = sets - 1;
+
+	s->rodata->hist_k = p->k;
+	s->rodata->hist_nb = p->nb;
+	s->rodata->slot_u64s = (unsigned int)p->slot_u64s;
+	s->rodata->sync_u64s = (unsigned int)sync_u64s;
+	s->rodata->rollup_partitions = o->rollup_partitions;
+	s->rodata->rq_issue_arg = p->compat.rq_issue_arg;
+	p->sync_value_size = sync_u64s * 8;
+
+	err = err ?: bpf_map__set_value_size(s->maps.dev_data, (uint32_t)(p->slot_u64s * 8));
+	err = err ?: bpf_map__set_max_entries(s->maps.dev_data, o->max_devices);
+	err = err ?: bpf_map__set_max_entries(s->maps.dev_slots, o->max_devices);
+	err = err ?: bpf_map__set_max_entries(s->maps.free_slots, o->max_devices);
+	err = err ?: bpf_map__set_max_entries(s->maps.bio_recs, sets);
+	err = err ?: bpf_map__set_max_entries(s->maps.rq_recs, sets);
+	err = err ?: bpf_map__set_value_size(s->maps.sync_table, (uint32_t)p->sync_value_size);
+	err = err ?: bpf_map__set_max_entries(s->maps.sync_table, o->max_threads);
+	err = err ?: bpf_map__set_value_size(s->maps.sync_zero, (uint32_t)p->sync_value_size);
+	select_programs(s, p->raw_tp, o->sync_enabled);
+	return err;
+}
+
+static int load_once(struct probes *p, const struct probes_opts *o)
+{
+	int err;
+
+	p->skel = iopulse_bpf__open();
+	if (!p->skel)
+		return -errno ?: -ENOMEM;
+	err = configure(p, o);
+	if (err)
+		return err;
+	libbpf_last[0] = '\0';
+	return iopulse_bpf__load(p->skel);
+}
+
+static void explain(int err, const char *what, char *buf, size_t len)
+{
+	const char *tail = strrchr(libbpf_last, '\n');
+	char last[512] = "";
+
+	if (tail) {
+		/* last complete libbpf line, for context */
+		const char *start = tail;
+
+		while (start > libbpf_last && start[-1] != '\n')
+			start--;
+		if (start == tail && tail > libbpf_last) {
+			start = tail - 1;
+			while (start > libbpf_last && start[-1] != '\n')
+				start--;
+		}
+		snprintf(last, sizeof(last), " (libbpf: %.*s)", (int)(tail - start), start);
+	}
+	if (err == -EPERM || err == -EACCES)
+		snprintf(buf, len, "%s: permission denied; iopulsed needs root (CAP_BPF, "
+			 "CAP_PERFMON and CAP_SYS_RESOURCE)%s", what, last);
+	else
+		snprintf(buf, len, "%s: %s%s", what, strerror(-err), last);
+}
+
+static int map_data(struct probes *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.dev_data);
+	void *m;
+
+	p->slot_stride = p->slot_u64s * 8;
+	p->data_len = p->slot_stride * p->max_devices;
+	m = mmap(NULL, p->data_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	p->data = m;
+	return 0;
+}
+
+static int fill_free_slots(struct probes *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.free_slots);
+	uint32_t i;
+
+	for (i = 0; i < p->max_devices; i++)
+		if (bpf_map_update_elem(fd, NULL, &i, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+int probes_new(struct probes **out, const struct probes_opts *o, char *err, size_t errlen)
+{
+	struct probes *p;
+	int r;
+
+	if (o->hist_k < IOP_HIST_K_MIN || o->hist_k > IOP_HIST_K_MAX) {
+		snprintf(err, errlen, "histogram precision %u out of range (%d..%d)", o->hist_k,
+			 IOP_HIST_K_MIN, IOP_HIST_K_MAX);
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->stats_fd = -1;
+	p->k = o->hist_k;
+	p->nb = IOP_HIST_NBUCKETS(o->hist_k);
+	p->slot_u64s = IOP_C_MAX + (size_t)IOP_H_MAX * p->nb;
+	p->max_devices = o->max_devices;
+	libbpf_set_print(libbpf_print);
+
+	r = btf_compat_detect(&p->compat, err, errlen);
+	if (r)
+		goto fail;
+	if (geteuid() != 0) {
+		snprintf(err, errlen, "iopulsed must run as root (it loads BPF programs)");
+		r = -EPERM;
+		goto fail;
+	}
+	if (o->sync_enabled) {
+		r = ensure_tracefs(err, errlen);
+		if (r)
+			goto fail;
+	}
+	p->raw_tp = !p->compat.have_block_tps;
+	r = load_once(p, o);
+	if (r && !p->raw_tp) {
+		log_warn("tp_btf programs did not load (%s); falling back to raw_tp", strerror(-r));
+		iopulse_bpf__destroy(p->skel);
+		p->raw_tp = true;
+		r = load_once(p, o);
+	}
+	if (r) {
+		explain(r, "loading the BPF programs failed", err, errlen);
+		goto fail;
+	}
+	r = iopulse_bpf__attach(p->skel);
+	if (r) {
+		explain(r, "attaching the BPF programs failed", err, errlen);
+		goto fail;
+	}
+	r = map_data(p);
+	if (r) {
+		snprintf(err, errlen, "mapping the device map failed: %s", strerror(-r));
+		goto fail;
+	}
+	r = fill_free_slots(p);
+	if (r) {
+		snprintf(err, errlen, "initialising device slots failed: %s", strerror(-r));
+		goto fail;
+	}
+	if (o->bpf_stats) {
+		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (p->stats_fd < 0)
+			log_warn("cannot enable BPF run-time statistics: %s", strerror(errno));
+	}
+	log_info("probes attached (%s, histogram precision %u, %u buckets, %zu KiB per device)",
+		 p->raw_tp ? "raw_tp" : "tp_btf", p->k, p->nb, p->slot_u64s * 8 / 1024);
+	*out = p;
+	return 0;
+fail:
+	probes_free(p);
+	return r;
+}
+
+struct probes *probes_free(struct probes *p)
+{
+	if (!p)
+		return NULL;
+	if (p->data)
+		munmap(p->data, p->data_len);
+	if (p->stats_fd >= 0)
+		close(p->stats_fd);
+	iopulse_bpf__destroy(p->skel);
+	free(p);
+	return NULL;
+}
+
+const char *probes_attach_mode(const struct probes *p)
+{
+	return p->raw_tp ? "raw_tp" : "tp_btf";
+}
+
+unsigned int probes_hist_k(const struct probes *p) { return p->k; }
+unsigned int probes_hist_nb(const struct probes *p) { return p->nb; }
+size_t probes_slot_u64s(const struct probes *p) { return p->slot_u64s; }
+uint32_t probes_max_devices(const struct probes *p) { return p->max_devices; }
+int probes_sync_fd(const struct probes *p) { return bpf_map__fd(p->skel->maps.sync_table); }
+size_t probes_sync_value_size(const struct probes *p) { return p->sync_value_size; }
+bool probes_bpf_stats_on(const struct probes *p) { return p->stats_fd >= 0; }
+
+uint64_t *probes_slot_data(struct probes *p, uint32_t slot)
+{
+	if (slot >= p->max_devices)
+		return NULL;
+	return (uint64_t *)((char *)p->data + (size_t)slot * p->slot_stride);
+}
+
+const volatile uint64_t *probes_globals(struct probes *p)
+{
+	return (const volatile uint64_t *)p->skel->bss->globals;
+}
+
+int probes_for_each_slot(struct probes *p, int (*fn)(void *ctx, uint32_t kdev, uint32_t slot),
+			 void *ctx)
+{
+	int fd = bpf_map__fd(p->skel->maps.dev_slots);
+	uint32_t key, next, slot;
+	uint32_t *prev = NULL;
+	int r;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &slot))
+			continue;
+		r = fn(ctx, key, slot);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int clear_cache(struct probes *p, uint32_t kdev)
+{
+	int fd = bpf_map__fd(p->skel->maps.dev_cache);
+	struct iop_dev_cache zero = { 0 }, cur;
+	uint32_t i;
+
+	for (i = 0; i < IOP_DEV_CACHE; i++) {
+		if (bpf_map_lookup_elem(fd, &i, &cur))
+			return -errno;
+		if (cur.kdev == kdev && bpf_map_update_elem(fd, &i, &zero, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+int probes_release_slot(struct probes *p, uint32_t kdev, uint32_t slot)
+{
+	int r;
+
+	int fd = bpf_map__fd(p->skel->maps.dev_slots);
+	uint64_t *d = probes_slot_data(p, slot);
+
+	if (!d)
+		return -EINVAL;
+	if (bpf_map_delete_elem(fd, &kdev))
+		return -errno;
+	r = clear_cache(p, kdev);
+	if (r)
+		return r;
+	memset(d, 0, p->slot_stride);
+	if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.free_slots), NULL, &slot, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probes_prog_stats(struct probes *p, struct iop_bpf_prog_stat *out, size_t max)
+{
+	struct bpf_program *prog;
+	size_t n = 0;
+
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		struct bpf_prog_info info;
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0 || n >= max)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			return -errno;
+		snprintf(out[n].name, sizeof(out[n].name), "%s", bpf_program__name(prog));
+		out[n].run_cnt = info.run_cnt;
+		out[n].run_time_ns = info.run_time_ns;
+		n++;
+	}
+	return (int)n;
+}

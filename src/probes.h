@@ -1,0 +1,53 @@
+/* probes.h - loads, attaches and reads the BPF programs and maps */
+#ifndef IOPULSE_PROBES_H
+#define IOPULSE_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "interval.h"
+
+struct probes_opts {
+	unsigned int hist_k;
+	bool rollup_partitions;
+	bool sync_enabled;
+	bool bpf_stats;
+	uint32_t max_devices;
+	uint32_t max_threads;
+	uint32_t max_inflight;
+};
+
+struct probes;
+
+/* Open, load and attach. On error returns -errno and one line in err. */
+int probes_new(struct probes **out, const struct probes_opts *o, char *err, size_t errlen);
+struct probes *probes_free(struct probes *p);
+
+const char *probes_attach_mode(const struct probes *p);   /* "tp_btf" or "raw_tp" */
+unsigned int probes_hist_k(const struct probes *p);
+unsigned int probes_hist_nb(const struct probes *p);
+size_t probes_slot_u64s(const struct probes *p);
+uint32_t probes_max_devices(const struct probes *p);
+
+/* Cumulative counters then histograms of one device slot (mmap of the kernel map). */
+uint64_t *probes_slot_data(struct probes *p, uint32_t slot);
+
+/* Calls fn for every (kernel dev, slot) pair the BPF side has assigned. */
+int probes_for_each_slot(struct probes *p, int (*fn)(void *ctx, uint32_t kdev, uint32_t slot),
+			 void *ctx);
+
+/* Unassign a slot: forget kdev, zero the slot data, hand the slot back to the BPF side. */
+int probes_release_slot(struct probes *p, uint32_t kdev, uint32_t slot);
+
+/* Cumulative global counters (enum iop_global_id). */
+const volatile uint64_t *probes_globals(struct probes *p);
+
+int probes_sync_fd(const struct probes *p);
+size_t probes_sync_value_size(const struct probes *p);
+
+/* Cumulative run count and run time of each attached program; returns count or -errno. */
+int probes_prog_stats(struct probes *p, struct iop_bpf_prog_stat *out, size_t max);
+bool probes_bpf_stats_on(const struct probes *p);
+
+#endif

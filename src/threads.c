@@ -1,0 +1,337 @@
+/* threads.c - per-thread fsync/fdatasync/sync_file_range deltas from the kernel sync table */
+#include "threads.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "log.h"
+
+/* What we saw of one kernel entry last time, to compute deltas. */
+struct prev {
+	struct iop_sync_key key;
+	uint64_t gen;            /* 0: free slot */
+	uint64_t calls[IOP_SYNC_MAX];
+	uint64_t flush_bios;
+	uint64_t lat_sum;
+	uint64_t *hist;
+};
+
+struct threads {
+	struct probes *probes;
+	struct devices *devices;
+	unsigned int nb, k;
+	size_t cap;              /* hash capacity, power of two */
+	struct prev *tab;
+	uint64_t gen;
+	uint64_t evicted_total;  /* created - live, cumulative */
+	uint64_t evicted_prev;
+	uint8_t *val;            /* one kernel value */
+	struct iop_thread_interval *out;
+	uint64_t *out_hist;      /* nb buckets per out entry */
+	size_t out_cap;
+};
+
+int threads_new(struct threads **out, struct probes *p, struct devices *d)
+{
+	struct threads *t = calloc(1, sizeof(*t));
+	size_t want = 2ul * 1024 * 1024;
+
+	if (!t)
+		return -ENOMEM;
+	t->probes = p;
+	t->devices = d;
+	t->k = probes_hist_k(p);
+	t->nb = probes_hist_nb(p);
+	for (t->cap = 64; t->cap < want && t->cap < 4096; t->cap <<= 1)
+		;
+	t->tab = calloc(t->cap, sizeof(*t->tab));
+	t->val = malloc(probes_sync_value_size(p));
+	if (!t->tab || !t->val) {
+		threads_free(t);
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+struct threads *threads_free(struct threads *t)
+{
+	size_t i;
+
+	if (!t)
+		return NULL;
+	for (i = 0; t->tab && i < t->cap; i++)
+		free(t->tab[i].hist);
+	free(t->tab);
+	free(t->val);
+	free(t->out);
+	free(t->out_hist);
+	free(t);
+	return NULL;
+}
+
+static size_t key_hash(const struct iop_sync_key *k)
+{
+	uint64_t h = ((uint64_t)k->tgid << 32 | k->pid) * 0x9E3779B97F4A7C15ull;
+
+	return (size_t)((h ^ (h >> 29) ^ k->dev * 0xff51afd7ed558ccdull) >> 7);
+}
+
+static int grow(struct threads *t);
+
+static struct prev *prev_get(struct threads *t, const struct iop_sync_key *k)
+{
+	size_t i, mask = t->cap - 1, used = 0;
+	struct prev *free_slot = NULL;
+
+	for (i = key_hash(k) & mask; ; i = (i + 1) & mask) {
+		struct prev *e = &t->tab[i];
+
+		if (!e->gen && !e->hist) {
+			free_slot = free_slot ?: e;
+			break;
+		}
+		if (e->gen && !memcmp(&e->key, k, sizeof(*k)))
+			return e;
+		if (!e->gen && !free_slot)
+			free_slot = e;
+		if (++used >= t->cap)
+			break;
+	}
+	if (!free_slot) {
+		if (grow(t))
+			return NULL;
+		return prev_get(t, k);
+	}
+	if (!free_slot->hist) {
+		free_slot->hist = calloc(t->nb, sizeof(uint64_t));
+		if (!free_slot->hist)
+			return NULL;
+	} else {
+		memset(free_slot->hist, 0, t->nb * sizeof(uint64_t));
+	}
+	memset(free_slot->calls, 0, sizeof(free_slot->calls));
+	free_slot->flush_bios = free_slot->lat_sum = 0;
+	free_slot->key = *k;
+	free_slot->gen = t->gen;
+	return free_slot;
+}
+
+/* Rebuild the table twice as large (rare: more live threads than expected). */
+static int grow(struct threads *t)
+{
+	struct prev *old = t->tab;
+	size_t oldcap = t->cap, i;
+
+	t->tab = calloc(oldcap * 2, sizeof(*t->tab));
+	if (!t->tab) {
+		t->tab = old;
+		return -ENOMEM;
+	}
+	t->cap = oldcap * 2;
+	for (i = 0; i < oldcap; i++) {
+		struct prev *n;
+
+		if (!old[i].gen) {
+			free(old[i].hist);
+			continue;
+		}
+		n = prev_get(t, &old[i].key);
+		if (!n)
+			return -ENOMEM;
+		memcpy(n->calls, old[i].calls, sizeof(n->calls));
+		n->flush_bios = old[i].flush_bios;
+		n->lat_sum = old[i].lat_sum;
+		n->gen = old[i].gen;
+		memcpy(n->hist, old[i].hist, t->nb * sizeof(uint64_t));
+		free(old[i].hist);
+	}
+	free(old);
+	return 0;
+}
+
+static bool thread_selected(const struct iop_config *c, const char *comm)
+{
+	size_t i;
+	bool in = c->thread_include.n == 0;
+
+	for (i = 0; !in && i < c->thread_include.n; i++)
+		in = fnmatch(c->thread_include.v[i], comm, 0) == 0;
+	for (i = 0; in && i < c->thread_exclude.n; i++)
+		in = fnmatch(c->thread_exclude.v[i], comm, 0) != 0;
+	return in;
+}
+
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
+void threads_process_info(int tgid, char *name, size_t namelen, int *osd_id)
+{
+	char path[64], buf[4096], *arg, *end;
+	ssize_t n;
+	long id;
+
+	*osd_id = -1;
+	snprintf(path, sizeof(path), "/proc/%d/comm", tgid);
+	if (read_small(path, buf, sizeof(buf)) > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(name, namelen, "%s", buf);
+	} else {
+		snprintf(name, namelen, "?");
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", tgid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n <= 0 || !strstr(buf, "ceph-osd"))
+		return;
+	/* arguments are NUL-separated: look for "--id N", "-i N" or "--id=N" */
+	for (arg = buf; arg < buf + n; arg += strlen(arg) + 1) {
+		const char *val = NULL;
+
+		if (!strcmp(arg, "--id") || !strcmp(arg, "-i"))
+			val = arg + strlen(arg) + 1 < buf + n ? arg + strlen(arg) + 1 : NULL;
+		else if (!strncmp(arg, "--id=", 5))
+			val = arg + 5;
+		if (!val)
+			continue;
+		errno = 0;
+		id = strtol(val, &end, 10);
+		if (end != val && *end == '\0' && errno == 0 && id >= 0 && id < 1000000)
+			*osd_id = (int)id;
+		return;
+	}
+}
+
+static int ensure_out(struct threads *t, size_t n)
+{
+	struct iop_thread_interval *o;
+	uint64_t *h;
+
+	if (n <= t->out_cap)
+		return 0;
+	o = realloc(t->out, n * sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	t->out = o;
+	h = realloc(t->out_hist, n * t->nb * sizeof(uint64_t));
+	if (!h)
+		return -ENOMEM;
+	t->out_hist = h;
+	t->out_cap = n;
+	return 0;
+}
+
+int threads_collect(struct threads *t, const struct iop_config *c,
+		    struct iop_thread_interval **out, size_t *n, uint64_t *evicted)
+{
+	int fd = probes_sync_fd(t->probes);
+	const struct iop_sync_val *v = (const void *)t->val;
+	const uint64_t *buckets = (const uint64_t *)t->val + sizeof(struct iop_sync_val) / 8;
+	struct iop_sync_key key, next, *prevk = NULL;
+	size_t count = 0, live = 0, i, j;
+	int last_tgid = -1, last_osd = -1;
+	char last_name[16] = "";
+	uint64_t created;
+
+	t->gen++;
+	while (bpf_map_get_next_key(fd, prevk, &next) == 0) {
+		struct prev *p;
+		struct iop_thread_interval *o;
+		uint64_t dcalls = 0, *h;
+		bool reset;
+
+		key = next;
+		prevk = &key;
+		if (bpf_map_lookup_elem(fd, &key, t->val))
+			continue;
+		live++;
+		p = prev_get(t, &key);
+		if (!p)
+			return -ENOMEM;
+		reset = p->gen != t->gen - 1 && p->gen != t->gen;
+		/* a recreated entry restarts at zero */
+		for (i = 0; i < IOP_SYNC_MAX; i++)
+			if (v->calls[i] < p->calls[i])
+				reset = true;
+		if (reset) {
+			memset(p->calls, 0, sizeof(p->calls));
+			p->flush_bios = p->lat_sum = 0;
+			memset(p->hist, 0, t->nb * sizeof(uint64_t));
+		}
+		p->gen = t->gen;
+		for (i = 0; i < IOP_SYNC_MAX; i++)
+			dcalls += v->calls[i] - p->calls[i];
+		if (!dcalls || !thread_selected(c, v->comm)) {
+			memcpy(p->calls, v->calls, sizeof(p->calls));
+			p->flush_bios = v->flush_bios;
+			p->lat_sum = v->lat_sum_ns;
+			memcpy(p->hist, buckets, t->nb * sizeof(uint64_t));
+			continue;
+		}
+		if (ensure_out(t, count + 1))
+			return -ENOMEM;
+		o = &t->out[count];
+		memset(o, 0, sizeof(*o));
+		o->tgid = key.tgid;
+		o->tid = key.pid;
+		memcpy(o->comm, v->comm, sizeof(o->comm));
+		o->comm[sizeof(o->comm) - 1] = '\0';
+		if ((int)key.tgid != last_tgid) {
+			last_tgid = (int)key.tgid;
+			threads_process_info(last_tgid, last_name, sizeof(last_name), &last_osd);
+		}
+		memcpy(o->process, last_name, sizeof(o->process));
+		o->osd_id = last_osd;
+		o->dev = devices_from_kdev(key.dev);
+		if (c->rollup_partitions)
+			o->dev = devices_rollup(t->devices, o->dev);
+		o->device = devices_get(t->devices, o->dev);
+		for (i = 0; i < IOP_SYNC_MAX; i++)
+			o->calls[i] = v->calls[i] - p->calls[i];
+		o->flush_bios = v->flush_bios - p->flush_bios;
+		o->lat_sum_ns = v->lat_sum_ns - p->lat_sum;
+		o->lat_max_ns = v->lat_max_ns;
+		h = t->out_hist + count * t->nb;
+		for (j = 0; j < t->nb; j++)
+			h[j] = buckets[j] - p->hist[j];
+		o->lat.k = t->k;
+		o->lat.nbuckets = t->nb;
+		memcpy(p->calls, v->calls, sizeof(p->calls));
+		p->flush_bios = v->flush_bios;
+		p->lat_sum = v->lat_sum_ns;
+		memcpy(p->hist, buckets, t->nb * sizeof(uint64_t));
+		count++;
+	}
+	/* out_hist may have moved while growing: set the pointers at the end */
+	for (i = 0; i < count; i++)
+		t->out[i].lat.counts = t->out_hist + i * t->nb;
+	/* forget entries the kernel no longer has */
+	for (i = 0; i < t->cap; i++)
+		if (t->tab[i].gen && t->tab[i].gen != t->gen)
+			t->tab[i].gen = 0;
+	created = probes_globals(t->probes)[IOP_G_SYNC_NEW];
+	t->evicted_total = created > live ? created - live : 0;
+	*evicted = t->evicted_total - t->evicted_prev;
+	t->evicted_prev = t->evicted_total;
+	*out = t->out;
+	*n = count;
+	return 0;
+}

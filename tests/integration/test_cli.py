@@ -1,0 +1,236 @@
+"""Command line, config errors, SIGHUP reload and the --json schema."""
+import json
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from iopulse_testlib import OPS, REPO
+
+HIST_KEYS = {"count", "mean", "min", "p50", "p90", "p99", "p999", "max"}
+OP_KEYS = {"ios", "bytes", "iops", "bytes_per_s", "errors", "untimed", "no_queue_ts",
+           "queue_wait_ns", "service_ns", "total_ns", "size_bytes"}
+DEV_KEYS = {"dev", "name", "model", "rotational", "dm_name", "slaves", "osd_id", "osd_role",
+            "ops", "seek", "flush", "requeues"}
+THREAD_KEYS = {"pid", "tid", "comm", "process", "osd_id", "dev", "device", "fsync",
+               "fdatasync", "sync_file_range", "calls", "calls_per_s", "flush_bios",
+               "latency_ns"}
+TOP_KEYS = {"type", "seq", "start_realtime_ns", "end_realtime_ns", "start_mono_ns",
+            "end_mono_ns", "interval_s", "histogram", "devices", "threads", "drops", "bpf"}
+
+
+def run(argv, timeout=30):
+    print("+ " + " ".join(argv))
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    print(f"  exit {r.returncode}; stdout {r.stdout[:200]!r}; stderr {r.stderr.strip()!r}")
+    return r
+
+
+# ------------------------------------------------------------------------- flags --
+
+def test_version(daemon_bin):
+    r = run([daemon_bin, "--version"])
+    assert r.returncode == 0
+    assert re.search(r"\b\d+\.\d+(\.\d+)?\b", r.stdout), f"no version in {r.stdout!r}"
+    r2 = run([daemon_bin, "-V"])
+    assert r2.returncode == 0 and r2.stdout == r.stdout
+
+
+def test_help(daemon_bin):
+    r = run([daemon_bin, "--help"])
+    assert r.returncode == 0
+    assert "Examples" in r.stdout
+    for flag in ("--json", "--check-config", "--devices", "--precision"):
+        assert flag in r.stdout, f"{flag} missing from --help"
+
+
+def test_unknown_flag(daemon_bin):
+    r = run([daemon_bin, "--bogus"])
+    assert r.returncode == 2
+    assert "--bogus" in r.stderr
+
+
+@pytest.mark.parametrize("args,word", [
+    (["--precision", "99"], "precision"),
+    (["--precision", "5x"], "precision"),
+    (["-i", "0s"], "interval"),
+    (["--max-devices", "0"], "max-devices"),
+])
+def test_bad_flag_values(daemon_bin, args, word):
+    r = run([daemon_bin, *args, "--json", "-d", "1s"])
+    assert r.returncode == 2
+    assert word in r.stderr
+    assert r.stdout == "", "output printed before the flags were rejected"
+
+
+# ---------------------------------------------------------------- config errors --
+
+BAD_CONFIGS = {
+    # name: (content, line, columns accepted, key or None)
+    "unknown_key": ("interval: 1s\nhistogram:\n  precison: 5\n", 3, {3}, "histogram.precison"),
+    "bad_value": ("interval: 1s\nlimits:\n  devices: 0\n", 3, {3, 12}, "limits.devices"),
+    "bad_duration": ("log:\n  level: info\ninterval: soon\n", 3, {1, 11}, "interval"),
+    "yaml_syntax": ("interval: 1s\nhistogram:\n\tprecision: 5\n", 3, None, None),
+}
+
+
+@pytest.mark.parametrize("mode", ["-c", "--check-config"])
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config(daemon_bin, tmp_path, case, mode):
+    content, line, cols, key = BAD_CONFIGS[case]
+    path = tmp_path / f"bad-{case}.yaml"
+    path.write_text(content)
+    argv = [daemon_bin, "-c", str(path), "--json", "-d", "1s"] if mode == "-c" \
+        else [daemon_bin, "--check-config", str(path)]
+    r = run(argv)
+    assert r.returncode == 2, f"exit {r.returncode} for {case}"
+    m = re.search(re.escape(str(path)) + r":(\d+):(\d+): (.*)", r.stderr)
+    assert m, f"no '{path}:LINE:COLUMN:' in stderr {r.stderr!r}"
+    got_line, got_col = int(m.group(1)), int(m.group(2))
+    assert got_line == line, f"line {got_line}, the error is on line {line}"
+    if cols is not None:
+        assert got_col in cols, f"column {got_col}, expected one of {sorted(cols)}"
+    if key is not None:
+        assert f"key '{key}'" in m.group(3), f"key '{key}' not named: {m.group(3)!r}"
+    assert len(r.stderr.strip().splitlines()) == 1, "config error is not one line"
+    assert r.stdout == ""
+
+
+def test_check_config_example(daemon_bin):
+    path = str(REPO / "etc" / "iopulse.yaml")
+    r = run([daemon_bin, "--check-config", path])
+    assert r.returncode == 0
+    assert r.stdout.strip() == f"{path}: ok"
+
+
+def test_missing_config_file(daemon_bin, tmp_path):
+    path = tmp_path / "does-not-exist.yaml"
+    r = run([daemon_bin, "-c", str(path), "--json", "-d", "1s"])
+    assert r.returncode == 2
+    assert str(path) in r.stderr or "No such file" in r.stderr
+
+
+# ------------------------------------------------------------------------ SIGHUP --
+
+def _wait_stderr(d, pattern, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(pattern, d.stderr_text())
+        if m:
+            return m
+        time.sleep(0.1)
+    return None
+
+
+def test_sighup_bad_config_keeps_running(daemon, tmp_path):
+    cfg = tmp_path / "live.yaml"
+    shutil.copy(REPO / "etc" / "iopulse.yaml", cfg)
+    d = daemon("--json", config=str(cfg))
+    d.next_interval(timeout=5)
+    cfg.write_text("interval: 1s\nhistogram:\n  precison: 5\n")
+    d.send_signal(signal.SIGHUP)
+    m = _wait_stderr(d, re.escape(str(cfg)) + r":3:3: key 'histogram.precison'.*", 5)
+    print(f"\nstderr after SIGHUP:\n{d.stderr_text()}")
+    assert m, "no error line naming file:3:3 and the key after SIGHUP with a bad config"
+    d.drain()
+    ivs = [d.next_interval(timeout=5) for _ in range(2)]
+    assert d.running(), f"daemon exited after a bad reload: {d.describe()}"
+    assert all(iv["interval_s"] == pytest.approx(1.0, rel=0.1) for iv in ivs)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"exit code {rc} on SIGTERM"
+
+
+def test_sighup_good_config_is_applied(daemon, tmp_path):
+    cfg = tmp_path / "live.yaml"
+    cfg.write_text("interval: 1s\n")
+    d = daemon("--json", config=str(cfg))
+    first = d.next_interval(timeout=5)
+    cfg.write_text("interval: 200ms\n")
+    d.send_signal(signal.SIGHUP)
+    iv = d.wait_for(lambda iv: iv["interval_s"] < 0.5, timeout=6, what="interval_s < 0.5")
+    nxt = d.next_interval(timeout=3)
+    print(f"\nbefore: interval_s {first['interval_s']}; "
+          f"after reload: {iv['interval_s']}, {nxt['interval_s']}")
+    assert nxt["interval_s"] == pytest.approx(0.2, rel=0.25)
+    assert d.running()
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"exit code {rc} on SIGTERM"
+
+
+# ---------------------------------------------------------------- --json schema --
+
+def _check_hist(h, where):
+    assert set(h) == HIST_KEYS, f"{where}: keys {sorted(h)}"
+    if h["count"] == 0:
+        nulls = [k for k in ("p50", "p90", "p99", "p999") if h[k] is not None]
+        assert not nulls, f"{where}: count 0 but {nulls} not null"
+    else:
+        assert h["min"] <= h["p50"] <= h["p90"] <= h["p99"] <= h["p999"] <= h["max"], \
+            f"{where}: percentiles out of order {h}"
+
+
+def check_interval_schema(iv):
+    assert set(iv) >= TOP_KEYS, f"missing {TOP_KEYS - set(iv)}"
+    assert iv["type"] == "interval"
+    assert iv["end_mono_ns"] > iv["start_mono_ns"]
+    assert iv["end_realtime_ns"] > iv["start_realtime_ns"]
+    span = (iv["end_mono_ns"] - iv["start_mono_ns"]) / 1e9
+    assert iv["interval_s"] == pytest.approx(span, rel=0.01, abs=0.002)
+    k = iv["histogram"]["precision"]
+    assert iv["histogram"]["max_relative_error"] == pytest.approx(2.0 ** -(k + 1))
+    assert set(iv["drops"]) >= {"no_slot", "inflight_full", "sync_full", "sync_evicted",
+                                "no_bio_ts"}
+    for d in iv["devices"]:
+        where = f"seq {iv['seq']} {d.get('name')}"
+        assert set(d) >= DEV_KEYS, f"{where}: missing {DEV_KEYS - set(d)}"
+        assert re.fullmatch(r"\d+:\d+", d["dev"]), d["dev"]
+        assert set(d["ops"]) == set(OPS)
+        for op in OPS:
+            o = d["ops"][op]
+            assert set(o) >= OP_KEYS, f"{where} {op}: missing {OP_KEYS - set(o)}"
+            for h in ("queue_wait_ns", "service_ns", "total_ns", "size_bytes"):
+                _check_hist(o[h], f"{where} {op}.{h}")
+        _check_hist(d["seek"]["distance_sectors"], f"{where} seek")
+        _check_hist(d["flush"]["preflush_latency_ns"], f"{where} flush.preflush")
+        _check_hist(d["flush"]["fua_latency_ns"], f"{where} flush.fua")
+    for t in iv["threads"]:
+        assert set(t) >= THREAD_KEYS, f"missing {THREAD_KEYS - set(t)}"
+        _check_hist(t["latency_ns"], f"thread {t['tid']}")
+
+
+def test_duration_exits_by_itself(daemon_bin):
+    cfg = str(REPO / "etc" / "iopulse.yaml")
+    t0 = time.monotonic()
+    r = run([daemon_bin, "-c", cfg, "--json", "-d", "3s"], timeout=40)
+    took = time.monotonic() - t0
+    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    print(f"  {len(lines)} lines in {took:.1f}s")
+    assert r.returncode == 0, r.stderr
+    ivs = [json.loads(ln) for ln in lines]
+    assert 2 <= len(ivs) <= 4, f"{len(ivs)} intervals for -d 3s"
+    seqs = [iv["seq"] for iv in ivs]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"seq not consecutive: {seqs}"
+    for iv in ivs:
+        check_interval_schema(iv)
+    for iv in ivs[:-1]:
+        assert iv["interval_s"] == pytest.approx(1.0, rel=0.1)
+    total = sum(iv["interval_s"] for iv in ivs)
+    assert total == pytest.approx(3.0, abs=0.3), f"intervals cover {total}s of -d 3s"
+    names = {d["name"] for iv in ivs for d in iv["devices"]}
+    print(f"  devices: {sorted(names)}")
+    assert not [n for n in names if n.startswith(("ram", "zram"))], \
+        "default exclude ram*,zram* not applied"
+
+
+def test_precision_flag(daemon_bin):
+    cfg = str(REPO / "etc" / "iopulse.yaml")
+    r = run([daemon_bin, "-c", cfg, "--json", "-d", "1s", "--precision", "3"], timeout=30)
+    assert r.returncode == 0, r.stderr
+    ivs = [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
+    assert ivs
+    for iv in ivs:
+        assert iv["histogram"] == {"precision": 3, "max_relative_error": 0.0625}

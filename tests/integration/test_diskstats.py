@@ -1,0 +1,42 @@
+"""Per-device IO counts and bytes against /proc/diskstats, exactly."""
+import signal
+import time
+
+from iopulse_testlib import dev_entries, run_fio, sum_op, wait_idle
+
+
+def test_counts_and_bytes_match_diskstats(loopdev, daemon):
+    lo = loopdev("1G")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name)
+    before = wait_idle(lo.name)
+
+    res = run_fio(name="iop-diskstats", filename=lo.path, rw="randrw", rwmixread=50,
+                  bssplit="4k/50:64k/50", ioengine="libaio", iodepth=8, direct=1,
+                  size="1G", number_ios=4000, randrepeat=0)
+    time.sleep(1.5)
+    after = wait_idle(lo.name)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+    assert not d.bad_lines, f"non-JSON lines on stdout: {d.bad_lines[:3]}"
+    # Nothing else touched the device while the daemon was stopping.
+    assert wait_idle(lo.name) == after, "IO on the test device after the second snapshot"
+
+    ivs = d.all_intervals()
+    truth = after - before
+    job = res["jobs"][0]
+    got = {op: (sum_op(ivs, lo.name, op, "ios"), sum_op(ivs, lo.name, op, "bytes"))
+           for op in ("read", "write")}
+    want = {"read": (truth.reads, truth.read_bytes), "write": (truth.writes, truth.write_bytes)}
+    print(f"\n{lo.name}: {len(ivs)} intervals, device listed in "
+          f"{sum(1 for _ in dev_entries(ivs, lo.name))}")
+    for op in ("read", "write"):
+        print(f"  {op:5}: iopulsed ios={got[op][0]} bytes={got[op][1]} | "
+              f"diskstats ios={want[op][0]} bytes={want[op][1]} | "
+              f"fio ios={job[op]['total_ios']} bytes={job[op]['io_bytes']}")
+
+    assert truth.reads > 1000 and truth.writes > 1000, f"workload too small: {truth}"
+    assert got["read"] == want["read"], "read (ios, bytes): iopulsed != /proc/diskstats"
+    assert got["write"] == want["write"], "write (ios, bytes): iopulsed != /proc/diskstats"
+    for op in ("flush", "discard"):
+        assert sum_op(ivs, lo.name, op, "ios") == 0, f"{op} ios reported, none issued"

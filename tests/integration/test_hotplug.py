@@ -1,0 +1,40 @@
+"""Loop devices attached and detached while the daemon runs: no restart needed."""
+import os
+import signal
+import time
+
+from iopulse_testlib import run_fio
+
+
+def _listed(iv, name):
+    return [d for d in iv["devices"] if d["name"] == name]
+
+
+def test_loop_attach_detach(loopdev, daemon):
+    d = daemon("--json", "-i", "1s", "--devices", "loop*")
+    d.next_interval(timeout=5)
+
+    lo = loopdev("64M")
+    run_fio(name="iop-hotplug", filename=lo.path, rw="randread", bs="4k", ioengine="psync",
+            direct=1, size="64M", number_ios=256)
+    iv = d.wait_for(lambda iv: any(x["ops"]["read"]["ios"] > 0 for x in _listed(iv, lo.name)),
+                    timeout=8, what=f"{lo.name} with reads")
+    dev = _listed(iv, lo.name)[0]
+    print(f"\n{lo.name} ({lo.majmin}) appeared in interval {iv['seq']}: dev {dev['dev']}, "
+          f"model {dev['model']!r}, reads {dev['ops']['read']['ios']}")
+    assert dev["dev"] == lo.majmin, f"dev {dev['dev']} != sysfs {lo.majmin}"
+
+    d.drain()
+    lo.detach()
+    after = [d.next_interval(timeout=5) for _ in range(5)]
+    present = [(x["seq"], bool(_listed(x, lo.name))) for x in after]
+    print(f"  after detach (seq, listed): {present}")
+    reused = os.path.exists(f"/sys/block/{lo.name}/loop/backing_file")
+    assert not any(p for _, p in present[2:]), (
+        f"{lo.name} still listed 3+ intervals after detach: {present}"
+        + (" (node re-attached by someone else meanwhile)" if reused else ""))
+    assert d.running(), f"daemon died after the detach: {d.describe()}"
+    time.sleep(0.5)
+    assert d.running(), f"daemon died after the detach: {d.describe()}"
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"

@@ -1,0 +1,115 @@
+"""Per-thread fdatasync / sync_file_range counts against fio's own counts, and the device
+the synced file lives on."""
+import fnmatch
+import os
+import signal
+import time
+
+from iopulse_testlib import (dev_entries, fio_sync_calls, run_fio, sum_op, threads_where,
+                             wait_idle)
+
+SIZE = 8 << 20
+BS = 4 << 10
+
+
+def _fio_threads(ivs, dev_name):
+    return threads_where(ivs, lambda t: t["comm"] == "fio" and t["device"] == dev_name)
+
+
+def _check_thread_entries(entries):
+    for t in entries:
+        assert t["calls"] == t["fsync"] + t["fdatasync"] + t["sync_file_range"], \
+            f"calls != fsync+fdatasync+sync_file_range in {t}"
+    calls = sum(t["calls"] for t in entries)
+    lat = sum(t["latency_ns"]["count"] for t in entries)
+    assert lat == calls, f"latency_ns.count summed {lat} != calls summed {calls}"
+
+
+def test_fdatasync_on_raw_block_device(loopdev, daemon):
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name)
+    before = wait_idle(lo.name)
+    res = run_fio(name="iop-fdatasync", filename=lo.path, rw="write", ioengine="psync",
+                  fdatasync=1, bs="4k", size="8M", direct=1)
+    time.sleep(1.2)
+    after = wait_idle(lo.name)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+
+    ivs = d.all_intervals()
+    fio_calls = fio_sync_calls(res)
+    truth = after - before
+    mine = _fio_threads(ivs, lo.name)
+    others = threads_where(ivs, lambda t: t["device"] == lo.name and t["comm"] != "fio")
+    got = {k: sum(t[k] for t in mine) for k in ("fsync", "fdatasync", "sync_file_range",
+                                                 "calls", "flush_bios")}
+    flush_req = sum(dv["flush"]["requests"] for _, dv in dev_entries(ivs, lo.name))
+    preflush = sum(dv["flush"]["preflush"] for _, dv in dev_entries(ivs, lo.name))
+    flush_ios = sum_op(ivs, lo.name, "flush", "ios")
+    write_ios = sum_op(ivs, lo.name, "write", "ios")
+    print(f"\n{lo.name}: fio fdatasync calls {fio_calls} (sync.lat_ns.N; writes "
+          f"{res['jobs'][0]['write']['total_ios']}), diskstats flushes {truth.flushes}")
+    print(f"  iopulsed fio threads on {lo.name}: {sorted({(t['pid'], t['tid']) for t in mine})}"
+          f" {got}")
+    print(f"  iopulsed flush.requests {flush_req}, flush.preflush {preflush}, flush op ios "
+          f"{flush_ios}, write op ios {write_ios} (diskstats writes {truth.writes}, of which "
+          f"{truth.writes - SIZE // BS} empty preflush writes)")
+    if others:
+        print(f"  other threads on {lo.name}: {[(t['comm'], t['calls']) for t in others]}")
+
+    # Ground truth sanity: fio's count is what the kernel saw (one flush per fdatasync).
+    assert fio_calls in (SIZE // BS, SIZE // BS - 1), f"fio made {fio_calls} fdatasync calls"
+    assert truth.flushes == fio_calls, "diskstats flushes != fio's fdatasync calls"
+
+    assert mine, (f"no thread named 'fio' attributed to {lo.name}; threads seen: "
+                  f"{sorted({(t['comm'], t['device']) for iv in ivs for t in iv['threads']})}")
+    assert all(t["process"] == "fio" for t in mine), [t["process"] for t in mine]
+    assert got["fdatasync"] == fio_calls, \
+        f"fdatasync calls: iopulsed {got['fdatasync']} != fio {fio_calls}"
+    assert got["fsync"] == 0 and got["sync_file_range"] == 0, got
+    _check_thread_entries(mine)
+    assert flush_req > 0, "no flush requests reported on the device"
+    # README: flush.requests = flush requests sent to the device (diskstats' flushes), the
+    # empty REQ_PREFLUSH writes count as writes like in diskstats, one flush bio per call.
+    assert flush_req == truth.flushes, \
+        f"flush.requests {flush_req} != diskstats flushes {truth.flushes}"
+    assert flush_ios == truth.flushes, f"flush op ios {flush_ios} != diskstats {truth.flushes}"
+    assert write_ios == truth.writes, f"write op ios {write_ios} != diskstats {truth.writes}"
+    assert preflush == fio_calls, f"flush.preflush {preflush} != fdatasync calls {fio_calls}"
+    assert got["flush_bios"] == fio_calls, \
+        f"thread flush_bios {got['flush_bios']} != fdatasync calls {fio_calls}"
+
+
+def test_sync_file_range_on_ext4(loopdev, daemon):
+    lo = loopdev("256M")
+    mnt = lo.mkfs_ext4_and_mount()
+    os.sync()
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name, "--threads", "fio*")
+    res = run_fio(name="iop-sfr", filename=os.path.join(mnt, "sfr.dat"), rw="write",
+                  ioengine="psync", sync_file_range="write:1", bs="4k", size="8M")
+    time.sleep(1.2)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+
+    ivs = d.all_intervals()
+    fio_calls = fio_sync_calls(res)
+    all_threads = threads_where(ivs, lambda t: True)
+    mine = _fio_threads(ivs, lo.name)
+    got = {k: sum(t[k] for t in mine) for k in ("fsync", "fdatasync", "sync_file_range",
+                                                 "calls")}
+    print(f"\n{lo.name} (ext4 at {mnt}): fio sync_file_range calls {fio_calls} "
+          f"(asked: {SIZE // BS} writes of 4k, one call per write after the first)")
+    print(f"  iopulsed fio threads: {got}; devices of all fio entries: "
+          f"{sorted({t['device'] for t in all_threads if t['comm'] == 'fio'})}")
+
+    assert fio_calls in (SIZE // BS, SIZE // BS - 1), f"fio made {fio_calls} calls"
+    bad = [t["comm"] for t in all_threads if not fnmatch.fnmatchcase(t["comm"], "fio*")]
+    assert not bad, f"--threads 'fio*' but threads {sorted(set(bad))} reported"
+    assert mine, (f"no 'fio' thread attributed to {lo.name}: "
+                  f"{sorted({(t['comm'], t['device']) for t in all_threads})}")
+    assert got["sync_file_range"] == fio_calls, \
+        f"sync_file_range calls: iopulsed {got['sync_file_range']} != fio {fio_calls}"
+    assert got["fsync"] == 0 and got["fdatasync"] == 0, got
+    _check_thread_entries(mine)
