@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "hist_math.h"
 #include "log.h"
+#include "output_json.h"
 
 #define EXIT_USAGE 2
 
@@ -28,6 +29,7 @@ static const char usage_text[] =
 	"  -i, --interval DUR       reporting interval: 1s, 500ms, 2m (default 1s)\n"
 	"  -p, --print              print a table per interval (percentiles per device and op)\n"
 	"  -j, --json               print one JSON object per interval (docs/json-output.md)\n"
+	"      --json-buckets       with --json, also print each histogram's buckets\n"
 	"  -d, --duration DUR       exit 0 after DUR (the last interval is printed)\n"
 	"      --precision K        histogram precision 2..7 (default 5: error <= 1.6%%)\n"
 	"      --devices GLOBS      only these devices, comma-separated globs (sd*,nvme0n1)\n"
@@ -58,7 +60,7 @@ static const char usage_text[] =
 enum {
 	OPT_CHECK = 256, OPT_PRECISION, OPT_DEVICES, OPT_EXCLUDE, OPT_NO_ROLLUP, OPT_THREADS,
 	OPT_NO_SYNC, OPT_MAX_DEVICES, OPT_MAX_THREADS, OPT_CEPH, OPT_BPF_STATS, OPT_LOG_LEVEL,
-	OPT_SYSLOG,
+	OPT_SYSLOG, OPT_JSON_BUCKETS,
 };
 
 static const struct option long_opts[] = {
@@ -67,6 +69,7 @@ static const struct option long_opts[] = {
 	{ "interval", required_argument, NULL, 'i' },
 	{ "print", no_argument, NULL, 'p' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "json-buckets", no_argument, NULL, OPT_JSON_BUCKETS },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "devices", required_argument, NULL, OPT_DEVICES },
@@ -175,6 +178,7 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 			break;
 		case 'p': o->output = OUTPUT_TEXT; break;
 		case 'j': o->output = OUTPUT_JSON; break;
+		case OPT_JSON_BUCKETS: output_json_set_buckets(true); break;
 		case OPT_PRECISION:
 			r = parse_u32("--precision", optarg, IOP_HIST_K_MIN, IOP_HIST_K_MAX, &u);
 			o->ov.hist_precision = (int)u;

@@ -8,6 +8,28 @@
 
 #include "histogram.h"
 
+static bool with_buckets;
+
+void output_json_set_buckets(bool on)
+{
+	with_buckets = on;
+}
+
+static void put_buckets(FILE *f, const struct iop_hist_view *h)
+{
+	bool first = true;
+	unsigned int i;
+
+	fputs(",\"buckets\":[", f);
+	for (i = 0; i < h->nbuckets; i++) {
+		if (!h->counts[i])
+			continue;
+		fprintf(f, "%s[%u,%llu]", first ? "" : ",", i, (unsigned long long)h->counts[i]);
+		first = false;
+	}
+	fputc(']', f);
+}
+
 static void put_str(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -48,14 +70,20 @@ static void put_hist(FILE *f, const char *key, const struct iop_hist_view *h)
 	fprintf(f, "\"%s\":{\"count\":%llu", key, (unsigned long long)s.count);
 	if (!s.count) {
 		fputs(",\"mean\":null,\"min\":null,\"p50\":null,\"p90\":null,\"p99\":null,"
-		      "\"p999\":null,\"max\":null}", f);
+		      "\"p999\":null,\"max\":null", f);
+		if (with_buckets)
+			fputs(",\"buckets\":[]", f);
+		fputc('}', f);
 		return;
 	}
 	fputs(",\"mean\":", f);
 	put_double(f, s.mean);
-	fprintf(f, ",\"min\":%llu,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu}",
+	fprintf(f, ",\"min\":%llu,\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu",
 		(unsigned long long)s.min, (unsigned long long)s.p50, (unsigned long long)s.p90,
 		(unsigned long long)s.p99, (unsigned long long)s.p999, (unsigned long long)s.max);
+	if (with_buckets)
+		put_buckets(f, h);
+	fputc('}', f);
 }
 
 static void put_list(FILE *f, const char *csv)

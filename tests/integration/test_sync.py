@@ -64,7 +64,8 @@ def test_fdatasync_on_raw_block_device(loopdev, daemon):
 
     assert mine, (f"no thread named 'fio' attributed to {lo.name}; threads seen: "
                   f"{sorted({(t['comm'], t['device']) for iv in ivs for t in iv['threads']})}")
-    assert all(t["process"] == "fio" for t in mine), [t["process"] for t in mine]
+    assert all(t["process"] == "fio" for t in mine), \
+        f"process names of fio's thread entries: {[(t['tid'], t['process'], t['calls']) for t in mine]}"
     assert got["fdatasync"] == fio_calls, \
         f"fdatasync calls: iopulsed {got['fdatasync']} != fio {fio_calls}"
     assert got["fsync"] == 0 and got["sync_file_range"] == 0, got
