@@ -670,6 +670,8 @@ static __always_inline int sync_exit(void)
 			goto out;
 		}
 		bpf_get_current_comm(val->comm, sizeof(val->comm));
+		bpf_probe_read_kernel_str(val->process, sizeof(val->process),
+					  bpf_get_current_task_btf()->group_leader->comm);
 	}
 	/* Only this thread writes this entry: plain adds are enough. */
 	if (s->kind < IOP_SYNC_MAX)

@@ -109,6 +109,7 @@ struct iop_sync_key {
 /* Sync-table value header; IOP_HIST_NBUCKETS(k) u64 latency buckets follow it. */
 struct iop_sync_val {
 	char comm[16];
+	char process[16];                /* thread group leader's name when the entry was made */
 	unsigned long long calls[IOP_SYNC_MAX];
 	unsigned long long lat_sum_ns;
 	unsigned long long lat_max_ns;

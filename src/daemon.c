@@ -171,7 +171,7 @@ static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct i
 static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pipeline *pl, int tfd)
 {
 	struct iop_config fresh;
-	char err[1024];
+	char err[1024] = "";
 	int r;
 
 	if (!o->config_path) {
@@ -185,7 +185,8 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 	if (!r)
 		r = overrides_apply(&o->ov, &fresh);
 	if (r) {
-		log_error("reload rejected, keeping the running config: %s", r == -EINVAL ? err : strerror(-r));
+		log_error("reload rejected, keeping the running config: %s",
+			  err[0] ? err : strerror(-r));
 		config_release(&fresh);
 		return 0;
 	}
@@ -294,9 +295,9 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 		}
 	}
 	rc = emit(&pl, o, cfg) ? 1 : 0;
-	log_info("stopping: probes detached");
 out:
 	pipeline_stop(&pl);
+	log_info("stopped: probes detached");
 	if (dfd >= 0)
 		close(dfd);
 	if (efd >= 0)

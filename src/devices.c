@@ -171,8 +171,10 @@ static void scan_one(struct devices *d, const char *classdir, const char *name,
 
 	memset(out, 0, sizeof(*out));
 	out->osd_id = -1;
-	snprintf(out->name, sizeof(out->name), "%s", name);
-	snprintf(dir, sizeof(dir), "%s/%s", classdir, name);
+	if (strlen(name) >= sizeof(out->name) ||
+	    snprintf(dir, sizeof(dir), "%s/%s", classdir, name) >= (int)sizeof(dir))
+		return;   /* dev stays 0: skipped */
+	memcpy(out->name, name, strlen(name) + 1);
 	read_attr(dir, "dev", buf, sizeof(buf));
 	if (parse_devno(buf, &out->dev))
 		return;
@@ -269,7 +271,7 @@ static void scan_ceph(struct devices *d)
 		if (id < 0 || id > 1000000)
 			continue;
 		for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++) {
-			char link[PATH_MAX];
+			char link[PATH_MAX + 16];
 
 			snprintf(link, sizeof(link), "%s/%s", osd, roles[i]);
 			if (stat(link, &st) == 0 && S_ISBLK(st.st_mode))

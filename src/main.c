@@ -231,14 +231,14 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 static int check_config(const char *path)
 {
 	struct iop_config c;
-	char err[1024];
+	char err[1024] = "";
 	int r = config_init_defaults(&c);
 
 	if (!r)
 		r = config_load(&c, path, err, sizeof(err));
 	config_release(&c);
 	if (r) {
-		fprintf(stderr, "iopulsed: %s\n", r == -EINVAL ? err : strerror(-r));
+		fprintf(stderr, "iopulsed: %s\n", err[0] ? err : strerror(-r));
 		return EXIT_USAGE;
 	}
 	printf("%s: ok\n", path);
@@ -263,9 +263,10 @@ int main(int argc, char **argv)
 	if (!o.config_path && access(IOP_CONFIG_DEFAULT_PATH, F_OK) == 0)
 		o.config_path = IOP_CONFIG_DEFAULT_PATH;
 	if (o.config_path) {
+		err[0] = '\0';
 		r = config_load(&cfg, o.config_path, err, sizeof(err));
 		if (r) {
-			fprintf(stderr, "iopulsed: %s\n", r == -EINVAL ? err : strerror(-r));
+			fprintf(stderr, "iopulsed: %s\n", err[0] ? err : strerror(-r));
 			config_release(&cfg);
 			return EXIT_USAGE;
 		}

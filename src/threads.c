@@ -298,7 +298,11 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 			last_tgid = (int)key.tgid;
 			threads_process_info(last_tgid, last_name, sizeof(last_name), &last_osd);
 		}
-		memcpy(o->process, last_name, sizeof(o->process));
+		/* the name the kernel recorded survives the process; /proc is only a fallback */
+		if (v->process[0])
+			snprintf(o->process, sizeof(o->process), "%.15s", v->process);
+		else
+			memcpy(o->process, last_name, sizeof(o->process));
 		o->osd_id = last_osd;
 		o->dev = devices_from_kdev(key.dev);
 		if (c->rollup_partitions)

@@ -111,7 +111,20 @@ def test_missing_config_file(daemon_bin, tmp_path):
     path = tmp_path / "does-not-exist.yaml"
     r = run([daemon_bin, "-c", str(path), "--json", "-d", "1s"])
     assert r.returncode == 2
-    assert str(path) in r.stderr or "No such file" in r.stderr
+    assert str(path) in r.stderr, "the error does not name the missing file"
+
+
+def test_unprivileged_exits_1(daemon_bin):
+    """Without root: one clear line and exit 1, never silent zeros."""
+    if not shutil.which("setpriv"):
+        pytest.fail("setpriv (util-linux) not found")
+    cfg = str(REPO / "etc" / "iopulse.yaml")
+    r = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", daemon_bin,
+             "-c", cfg, "--json", "-d", "1s"])
+    assert r.returncode == 1
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.search(r"root|permission|CAP_BPF", lines[0], re.I), lines
 
 
 # ------------------------------------------------------------------------ SIGHUP --
@@ -159,6 +172,19 @@ def test_sighup_good_config_is_applied(daemon, tmp_path):
     assert d.running()
     rc = d.stop(signal.SIGTERM)
     assert rc == 0, f"exit code {rc} on SIGTERM"
+
+
+def test_sigint_prints_partial_interval_and_exits_0(daemon):
+    d = daemon("--json", "-i", "1s")
+    d.next_interval(timeout=5)
+    time.sleep(0.5)
+    n = len(d.all_intervals())
+    rc = d.stop(signal.SIGINT)
+    new = d.all_intervals()[n:]
+    print(f"\nintervals after SIGINT: {[(iv['seq'], iv['interval_s']) for iv in new]}")
+    assert rc == 0, f"exit code {rc} on SIGINT: {d.describe()}"
+    assert new, "no last interval printed on SIGINT"
+    assert new[-1]["interval_s"] < 0.9, "last interval is not the partial one"
 
 
 # ---------------------------------------------------------------- --json schema --

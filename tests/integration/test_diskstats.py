@@ -2,7 +2,7 @@
 import signal
 import time
 
-from iopulse_testlib import dev_entries, run_fio, sum_op, wait_idle
+from iopulse_testlib import dev_entries, diskstats, run_fio, sum_op, wait_idle
 
 
 def test_counts_and_bytes_match_diskstats(loopdev, daemon):
@@ -38,5 +38,28 @@ def test_counts_and_bytes_match_diskstats(loopdev, daemon):
     assert truth.reads > 1000 and truth.writes > 1000, f"workload too small: {truth}"
     assert got["read"] == want["read"], "read (ios, bytes): iopulsed != /proc/diskstats"
     assert got["write"] == want["write"], "write (ios, bytes): iopulsed != /proc/diskstats"
+    names = {dv["name"] for iv in ivs for dv in iv["devices"]}
+    assert names == {lo.name}, f"--devices {lo.name} but listed {sorted(names)}"
     for op in ("flush", "discard"):
         assert sum_op(ivs, lo.name, op, "ios") == 0, f"{op} ios reported, none issued"
+
+
+def test_io_just_before_sigterm_is_in_last_interval(loopdev, daemon):
+    """IO completed a moment before SIGTERM is reported in the final partial interval."""
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "2s", "--devices", lo.name)
+    d.next_interval(timeout=6)
+    before = wait_idle(lo.name)
+    run_fio(name="iop-late", filename=lo.path, rw="randwrite", bs="4k", ioengine="psync",
+            direct=1, size="256M", number_ios=500, randrepeat=0)
+    after = diskstats(lo.name)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+    ivs = d.all_intervals()
+    got = sum_op(ivs, lo.name, "write", "ios")
+    truth = (after - before).writes
+    print(f"\n{lo.name}: writes iopulsed {got}, diskstats {truth}; last interval "
+          f"{ivs[-1]['interval_s']} s")
+    assert truth == 500
+    assert got == truth, f"writes: iopulsed {got} != diskstats {truth}"

@@ -7,12 +7,15 @@ How the first test differs from the obvious "one libaio job, 4k, iodepth 64", an
   milliseconds the block layer never saw (bio->issue 74 us, issue->complete 278 us, fio
   clat p50 5.1 ms). A synchronous pread() is timed from the syscall to the wake-up, so psync
   threads (16 threads for 4 tags) give a clat the block layer's Q->C can be compared with.
-- 4k reads: the tag wait is bimodal (a thread that just completed takes the freed tag before
-  the sleepers wake: 53% of IOs waited < 50 us, the rest 0.1-1.5 ms), so p50(queue wait) is a
-  few us and p50s do not add up; and the VM's syscall + wake-up cost (50-180 us per IO, seen
-  by fio, not by the block layer) is a large share of a 4k IO. 64k reads from a filled file on
-  the root disk take ~300 us of service, every IO waits for a tag, and fio's clat p50 came out
-  within 5-7% of p50(queue wait) + p50(service).
+- p50s: the tag wait is bimodal. A thread whose IO just completed takes the freed tag before
+  the woken sleepers run, so in some runs more than half of the IOs wait a few us and the rest
+  0.1-2 ms (bpftrace, 4k: 53% waited < 50 us; the daemon showed p50(queue wait) 4 us with a
+  1.3 ms mean at 64k in some intervals, ~900 us p50 in others). p50s do not add up then, and
+  the median of per-interval p50s flips between runs. Means add up per IO, so the comparison
+  with fio uses run means (count-weighted per-interval means); the p50s are printed.
+- 4k: the VM's syscall + wake-up cost (50-180 us per IO, seen by fio, not by the block layer)
+  is a large share of a 4k IO; 64k reads from a filled file on the root disk take ~300 us of
+  service and ~1 ms of queue wait, and fio's clat mean came out within 7-11% of the daemon's.
 """
 import signal
 import statistics
@@ -71,19 +74,21 @@ def test_queue_wait_dominates_with_few_tags(loopdev, daemon):
     assert len(qw) >= 4, f"only {len(qw)} intervals with more than {MIN_IOS} reads"
     assert None not in qw and None not in svc, "null p50 in an interval with IOs"
     mq, ms = statistics.median(qw), statistics.median(svc)
-    ratio = (mq + ms) / clat
-    print(f"  median p50: queue_wait {mq:.0f} ns, service {ms:.0f} ns, sum {mq + ms:.0f} ns; "
-          f"fio clat p50 {clat} ns; (qw+svc)/clat = {ratio:.3f}; qw/svc = {mq / ms:.2f}; "
-          f"median p50 total {statistics.median(tot):.0f} ns")
+    print(f"  median of p50s: queue_wait {mq:.0f} ns, service {ms:.0f} ns, sum {mq + ms:.0f} ns;"
+          f" fio clat p50 {clat} ns; ratio {(mq + ms) / clat:.3f} (printed, not asserted)")
+    mean_ratio = means["total_ns"] / clat_mean
     print(f"  run means: " + ", ".join(f"{h} {v:.0f}" for h, v in means.items())
-          + f"; fio clat mean {clat_mean:.0f} ns")
-    assert mq > ms, f"queue wait p50 {mq} ns does not dominate service p50 {ms} ns"
+          + f"; fio clat mean {clat_mean:.0f} ns; total/clat = {mean_ratio:.3f}; "
+          f"qw/svc = {means['queue_wait_ns'] / means['service_ns']:.2f}")
+    assert means["queue_wait_ns"] > means["service_ns"], \
+        f"queue wait mean {means['queue_wait_ns']:.0f} ns does not dominate service " \
+        f"{means['service_ns']:.0f} ns"
+    assert abs(mean_ratio - 1) <= 0.20, f"mean total_ns / fio clat mean = {mean_ratio:.3f}"
     # The block layer's Q->C is part of what the pread() syscall waited for.
     assert means["total_ns"] <= clat_mean * 1.02, \
         f"mean total_ns {means['total_ns']:.0f} > fio clat mean {clat_mean:.0f}"
     assert means["queue_wait_ns"] + means["service_ns"] == \
         pytest.approx(means["total_ns"], rel=0.03), f"means do not add up: {means}"
-    assert abs(ratio - 1) <= 0.20, f"(qw+svc)/fio clat = {ratio:.3f}, outside 1 +- 0.20"
 
 
 def test_queue_wait_counted_without_scheduler(loopdev, daemon):
@@ -117,3 +122,65 @@ def test_queue_wait_counted_without_scheduler(loopdev, daemon):
             assert h["p50"] is not None, f"interval {iv['seq']}: count {h['count']}, p50 null"
         else:
             assert h["p50"] is None, f"interval {iv['seq']}: count 0 but p50 {h['p50']}"
+
+
+# Bucket math of the daemon's histograms, written here independently of src/hist_math.h.
+def _bucket_bounds(i, k):
+    group, sub = i >> k, i & ((1 << k) - 1)
+    if group == 0:
+        return i, i
+    lo = ((1 << k) | sub) << (group - 1)
+    return lo, lo + (1 << (group - 1)) - 1
+
+
+def _merged_p50(ivs, name, hist, k):
+    merged = {}
+    for _, d in dev_entries(ivs, name):
+        for i, c in d["ops"]["read"][hist]["buckets"]:
+            merged[i] = merged.get(i, 0) + c
+    n = sum(merged.values())
+    rank, seen = (n + 1) // 2, 0
+    for i in sorted(merged):
+        seen += merged[i]
+        if seen >= rank:
+            lo, hi = _bucket_bounds(i, k)
+            return lo + (hi - lo) // 2, n
+    return None, 0
+
+
+def test_queue_wait_p50_adds_up_to_fio_clat(loopdev, daemon):
+    """64 outstanding IOs (64 psync threads) on 4 scheduler tags: p50 queue wait + p50
+    service against fio's clat p50, from the histograms merged over the whole run."""
+    lo = loopdev("1G", fill=True)
+    lo.set_scheduler("mq-deadline")
+    nr = lo.set_nr_requests(4, 8, 16)
+    wait_idle(lo.name)
+    d = daemon("--json", "--json-buckets", "-i", "1s", "--devices", lo.name, "--no-sync")
+    res = run_fio(name="iop-qwait64", filename=lo.path, rw="randread", bs="256k",
+                  ioengine="psync", numjobs=64, thread=True, group_reporting=True, direct=1,
+                  size="1G", time_based=True, runtime="6s", randrepeat=0)
+    wait_idle(lo.name)
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+    ivs = d.all_intervals()
+    k = ivs[0]["histogram"]["precision"]
+    q, nq = _merged_p50(ivs, lo.name, "queue_wait_ns", k)
+    s, ns = _merged_p50(ivs, lo.name, "service_ns", k)
+    t, _ = _merged_p50(ivs, lo.name, "total_ns", k)
+    fio_read = res["jobs"][0]["read"]
+    clat = fio_read["clat_ns"]["percentile"]["50.000000"]
+    ratio = (q + s) / clat
+    print(f"\n{lo.name}: mq-deadline nr_requests {nr}, 64 psync threads, 256k randread; "
+          f"{nq} IOs (fio {fio_read['total_ios']}); p50 queue {q} ns + service {s} ns = {q + s} ns,"
+          f" total p50 {t} ns, fio clat p50 {clat} ns: ratio {ratio:.3f}")
+    ios = sum_op(ivs, lo.name, "read", "ios")
+    untimed = sum_op(ivs, lo.name, "read", "untimed")
+    no_qts = sum_op(ivs, lo.name, "read", "no_queue_ts")
+    drops = {}
+    for iv in ivs:
+        for key, v in iv["drops"].items():
+            drops[key] = drops.get(key, 0) + v
+    print(f"  read ios {ios}, untimed {untimed}, no_queue_ts {no_qts}, drops {drops}")
+    assert ios == fio_read["total_ios"], f"read ios {ios} != fio's {fio_read['total_ios']}"
+    assert ns + untimed == ios and nq + no_qts == ns, "every read timed or counted as untimed"
+    assert q > s, f"queue wait p50 {q} ns does not dominate service p50 {s} ns"
+    assert abs(ratio - 1) <= 0.20, f"(p50 queue + p50 service) / fio clat p50 = {ratio:.3f}"

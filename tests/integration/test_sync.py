@@ -64,8 +64,6 @@ def test_fdatasync_on_raw_block_device(loopdev, daemon):
 
     assert mine, (f"no thread named 'fio' attributed to {lo.name}; threads seen: "
                   f"{sorted({(t['comm'], t['device']) for iv in ivs for t in iv['threads']})}")
-    assert all(t["process"] == "fio" for t in mine), \
-        f"process names of fio's thread entries: {[(t['tid'], t['process'], t['calls']) for t in mine]}"
     assert got["fdatasync"] == fio_calls, \
         f"fdatasync calls: iopulsed {got['fdatasync']} != fio {fio_calls}"
     assert got["fsync"] == 0 and got["sync_file_range"] == 0, got
@@ -114,3 +112,24 @@ def test_sync_file_range_on_ext4(loopdev, daemon):
         f"sync_file_range calls: iopulsed {got['sync_file_range']} != fio {fio_calls}"
     assert got["fsync"] == 0 and got["fdatasync"] == 0, got
     _check_thread_entries(mine)
+
+
+def test_process_name_of_exited_process(loopdev, daemon):
+    """fio's job process makes its calls and exits within one interval: the entry must still
+    carry its process name (the thread group leader's comm), not a placeholder."""
+    lo = loopdev("64M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name)
+    res = run_fio(name="iop-procname", filename=lo.path, rw="write", ioengine="psync",
+                  fdatasync=1, bs="4k", size="1M", direct=1)
+    time.sleep(1.5)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+    mine = _fio_threads(d.all_intervals(), lo.name)
+    seen = [(t["pid"], t["tid"], t["comm"], t["process"], t["calls"]) for t in mine]
+    print(f"\n{lo.name}: fio calls {fio_sync_calls(res)}; entries (pid, tid, comm, process, "
+          f"calls): {seen}")
+    assert mine, f"no 'fio' thread on {lo.name}"
+    assert sum(t["fdatasync"] for t in mine) == fio_sync_calls(res)
+    assert all(t["process"] == "fio" for t in mine), \
+        f"process name lost once the process exited: {seen}"

@@ -1,0 +1,166 @@
+/* test_histogram.c - percentiles from buckets against exact percentiles of known samples */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "histogram.h"
+
+#define K 5
+#define NB IOP_HIST_NBUCKETS(K)
+
+static uint64_t counts[NB];
+
+static void fill(const uint64_t *v, size_t n, struct iop_hist_view *h)
+{
+	size_t i;
+
+	memset(counts, 0, sizeof(counts));
+	for (i = 0; i < n; i++)
+		counts[iop_hist_index(v[i], K)]++;
+	h->k = K;
+	h->nbuckets = NB;
+	h->counts = counts;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* exact percentile with the same rank rule: the ceil(q/100*n)-th smallest */
+static uint64_t exact(uint64_t *sorted, size_t n, double q)
+{
+	size_t r = (size_t)ceil(q / 100.0 * (double)n);
+
+	if (r < 1)
+		r = 1;
+	return sorted[r - 1];
+}
+
+static void check_set(uint64_t *v, size_t n)
+{
+	static const double qs[] = { 1, 10, 25, 50, 75, 90, 99, 99.9, 100 };
+	struct iop_hist_view h;
+	double bound = ldexp(1.0, -K - 1), sum = 0;
+	struct iop_hist_summary s;
+	size_t i;
+
+	fill(v, n, &h);
+	qsort(v, n, sizeof(*v), cmp);
+	for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		uint64_t got, want = exact(v, n, qs[i]);
+
+		ck_assert_int_eq(hist_percentile(&h, qs[i], &got), 0);
+		ck_assert_msg(fabs((double)got - (double)want) <= bound * (double)want + 0.5,
+			      "q=%g got %llu want %llu", qs[i], (unsigned long long)got,
+			      (unsigned long long)want);
+	}
+	for (i = 0; i < n; i++)
+		sum += (double)v[i];
+	hist_summarize(&h, &s);
+	ck_assert_uint_eq(s.count, n);
+	ck_assert(s.min <= v[0] && v[n - 1] <= s.max);
+	ck_assert(fabs(s.mean - sum / (double)n) <= bound * sum / (double)n + 0.5);
+	ck_assert(s.p50 <= s.p90 && s.p90 <= s.p99 && s.p99 <= s.p999);
+}
+
+static uint64_t lcg = 12345;
+
+static uint64_t next(void)
+{
+	lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+	return lcg >> 11;
+}
+
+START_TEST(test_uniform)
+{
+	static uint64_t v[100000];
+	size_t i;
+
+	for (i = 0; i < 100000; i++)
+		v[i] = 1000 + next() % 1000000;
+	check_set(v, 100000);
+}
+END_TEST
+
+START_TEST(test_exponential)
+{
+	static uint64_t v[100000];
+	size_t i;
+
+	for (i = 0; i < 100000; i++) {
+		double u = (double)(next() % 1000000 + 1) / 1000001.0;
+
+		v[i] = (uint64_t)(-log(u) * 250000.0) + 1;
+	}
+	check_set(v, 100000);
+}
+END_TEST
+
+START_TEST(test_constant_single_twopoint)
+{
+	uint64_t c[50], one[1] = { 123456789 }, two[4] = { 10, 10, 5000000, 5000000 };
+	size_t i;
+
+	for (i = 0; i < 50; i++)
+		c[i] = 777;
+	check_set(c, 50);
+	check_set(one, 1);
+	check_set(two, 4);
+}
+END_TEST
+
+START_TEST(test_small_exact)
+{
+	uint64_t v[] = { 0, 1, 2, 3, 7, 15, 31 };
+	struct iop_hist_view h;
+	uint64_t got;
+
+	fill(v, 7, &h);
+	ck_assert_int_eq(hist_percentile(&h, 100, &got), 0);
+	ck_assert_uint_eq(got, 31);
+	ck_assert_int_eq(hist_percentile(&h, 50, &got), 0);
+	ck_assert_uint_eq(got, 3);
+}
+END_TEST
+
+START_TEST(test_empty_and_bad_q)
+{
+	struct iop_hist_view h;
+	struct iop_hist_summary s;
+	uint64_t got = 42;
+
+	fill(NULL, 0, &h);
+	ck_assert_int_eq(hist_percentile(&h, 50, &got), -ENODATA);
+	ck_assert_uint_eq(got, 42);
+	hist_summarize(&h, &s);
+	ck_assert_uint_eq(s.count, 0);
+	ck_assert_int_eq(hist_percentile(&h, 0, &got), -EINVAL);
+	ck_assert_int_eq(hist_percentile(&h, 100.5, &got), -EINVAL);
+	ck_assert_int_eq(hist_percentile(&h, NAN, &got), -EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("histogram");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_uniform);
+	tcase_add_test(tc, test_exponential);
+	tcase_add_test(tc, test_constant_single_twopoint);
+	tcase_add_test(tc, test_small_exact);
+	tcase_add_test(tc, test_empty_and_bad_q);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
