@@ -10,12 +10,19 @@
 
 #include "log.h"
 
+/*
+ * What the previous collect saw of one device slot. Histograms get their buffers the first
+ * time the kernel has a count in them: a device that only reads and writes never pays for
+ * its flush, discard and FUA histograms.
+ */
 struct slot_state {
 	bool used;
 	uint32_t kdev;
 	dev_t dev;
-	uint64_t *prev;          /* cumulative values at the previous collect */
-	uint64_t *delta;
+	uint64_t cnt_prev[IOP_C_MAX];     /* cumulative values at the previous collect */
+	uint64_t cnt_delta[IOP_C_MAX];
+	uint64_t *hprev[IOP_H_MAX];       /* NULL until the histogram has a count */
+	uint64_t *hdelta[IOP_H_MAX];
 	bool active;             /* completed IO in this interval */
 	bool seen;               /* still assigned in the kernel */
 };
@@ -80,8 +87,12 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	if (!a)
 		return NULL;
 	for (i = 0; a->slots && i < a->nslots; i++) {
-		free(a->slots[i].prev);
-		free(a->slots[i].delta);
+		unsigned int h;
+
+		for (h = 0; h < IOP_H_MAX; h++) {
+			free(a->slots[i].hprev[h]);
+			free(a->slots[i].hdelta[h]);
+		}
 	}
 	free(a->slots);
 	free(a->zero_hist);
@@ -100,13 +111,12 @@ static int note_slot(void *ctx, uint32_t kdev, uint32_t slot)
 		return 0;
 	s = &a->slots[slot];
 	if (!s->used || s->kdev != kdev) {
-		if (!s->prev)
-			s->prev = calloc(a->u64s, sizeof(uint64_t));
-		if (!s->delta)
-			s->delta = calloc(a->u64s, sizeof(uint64_t));
-		if (!s->prev || !s->delta)
-			return -ENOMEM;
-		memset(s->prev, 0, a->u64s * sizeof(uint64_t));
+		unsigned int h;
+
+		memset(s->cnt_prev, 0, sizeof(s->cnt_prev));
+		for (h = 0; h < IOP_H_MAX; h++)
+			if (s->hprev[h])
+				memset(s->hprev[h], 0, a->nb * sizeof(uint64_t));
 		s->used = true;
 		s->kdev = kdev;
 		s->dev = devices_from_kdev(kdev);
@@ -115,23 +125,54 @@ static int note_slot(void *ctx, uint32_t kdev, uint32_t slot)
 	return 0;
 }
 
-static void slot_delta(struct aggregator *a, uint32_t i)
+static bool all_zero(const uint64_t *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i])
+			return false;
+	return true;
+}
+
+static int slot_delta(struct aggregator *a, uint32_t i)
 {
 	struct slot_state *s = &a->slots[i];
 	const uint64_t *cur = probes_slot_data(a->probes, i);
-	size_t j;
 	uint64_t ios = 0;
+	unsigned int h;
+	size_t j;
 
-	for (j = 0; j < a->u64s; j++) {
+	for (j = 0; j < IOP_C_MAX; j++) {
 		uint64_t v = cur[j];
 
-		s->delta[j] = v - s->prev[j];
-		s->prev[j] = v;
+		s->cnt_delta[j] = v - s->cnt_prev[j];
+		s->cnt_prev[j] = v;
 	}
-	s->delta[IOP_C_PREV_END] = 0;
+	s->cnt_delta[IOP_C_PREV_END] = 0;
+	for (h = 0; h < IOP_H_MAX; h++) {
+		const uint64_t *c = cur + IOP_C_MAX + (size_t)h * a->nb;
+		uint64_t *prev = s->hprev[h], *d = s->hdelta[h];
+
+		if (!prev) {
+			if (all_zero(c, a->nb))
+				continue;
+			prev = s->hprev[h] = calloc(a->nb, sizeof(uint64_t));
+			d = s->hdelta[h] = calloc(a->nb, sizeof(uint64_t));
+			if (!prev || !d)
+				return -ENOMEM;
+		}
+		for (j = 0; j < a->nb; j++) {
+			uint64_t v = c[j];
+
+			d[j] = v - prev[j];
+			prev[j] = v;
+		}
+	}
 	for (j = 0; j < IOP_OP_MAX; j++)
-		ios += s->delta[IOP_C_IOS + j] + s->delta[IOP_C_BYTES + j];
+		ios += s->cnt_delta[IOP_C_IOS + j] + s->cnt_delta[IOP_C_BYTES + j];
 	s->active = ios != 0;
+	return 0;
 }
 
 static const struct iop_device *name_unknown(struct aggregator *a, dev_t dev, size_t *nunknown)
@@ -174,14 +215,15 @@ static struct iop_dev_interval *add_dev(struct aggregator *a, size_t *n)
 	return d;
 }
 
-static void fill_hists(struct aggregator *a, struct iop_dev_interval *d, const uint64_t *delta)
+static void fill_hists(struct aggregator *a, struct iop_dev_interval *d,
+		       const struct slot_state *st)
 {
 	unsigned int h;
 
 	for (h = 0; h < IOP_H_MAX; h++) {
 		d->hist[h].k = a->k;
 		d->hist[h].nbuckets = a->nb;
-		d->hist[h].counts = delta ? delta + IOP_C_MAX + (size_t)h * a->nb : a->zero_hist;
+		d->hist[h].counts = st && st->hdelta[h] ? st->hdelta[h] : a->zero_hist;
 	}
 }
 
@@ -215,8 +257,8 @@ static int build_devices(struct aggregator *a, const struct iop_config *c, size_
 		if (!d)
 			return -ENOMEM;
 		d->info = info;
-		memcpy(d->cnt, st->delta, sizeof(d->cnt));
-		fill_hists(a, d, st->delta);
+		memcpy(d->cnt, st->cnt_delta, sizeof(d->cnt));
+		fill_hists(a, d, st);
 	}
 	for (i = 0; i < devices_count(a->devices); i++) {
 		const struct iop_device *info = devices_at(a->devices, i);
@@ -306,9 +348,13 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	r = probes_for_each_slot(a->probes, note_slot, a);
 	if (r)
 		return r;
-	for (s = 0; s < a->nslots; s++)
-		if (a->slots[s].used && a->slots[s].seen)
-			slot_delta(a, s);
+	for (s = 0; s < a->nslots; s++) {
+		if (a->slots[s].used && a->slots[s].seen) {
+			r = slot_delta(a, s);
+			if (r)
+				return r;
+		}
+	}
 	r = build_devices(a, c, &iv->ndevs);
 	if (r)
 		return r;

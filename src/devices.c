@@ -14,11 +14,16 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+/* Every FULL_SCAN_EVERY-th scan re-reads every attribute; the others read only dev and size
+ * of devices already known (what changes when a loop device is attached or detached). */
+#define FULL_SCAN_EVERY 30
+
 struct devices {
 	char *sysfs;
 	char *ceph_dir;
 	struct iop_device *v;
 	size_t n, cap;
+	unsigned long scans;
 };
 
 int devices_new(struct devices **out, const char *sysfs_root, const char *ceph_dir)
@@ -143,6 +148,16 @@ static struct iop_device *find_name(struct devices *d, const char *name)
 	return NULL;
 }
 
+static struct iop_device *find_known_name(struct devices *d, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++)
+		if (!strcmp(d->v[i].name, name))
+			return &d->v[i];
+	return NULL;
+}
+
 static int add(struct devices *d, const struct iop_device *dev)
 {
 	struct iop_device *slot = find(d, dev->dev);
@@ -161,6 +176,28 @@ static int add(struct devices *d, const struct iop_device *dev)
 	}
 	*slot = *dev;
 	return 0;
+}
+
+/* Quick re-read of a known device: its dev and size. Returns false if it must be rescanned. */
+static bool rescan_quick(const char *classdir, const char *name, struct iop_device *known,
+			 bool was_present, struct iop_device *out)
+{
+	char dir[PATH_MAX], buf[64];
+	dev_t dev;
+
+	if (snprintf(dir, sizeof(dir), "%s/%s", classdir, name) >= (int)sizeof(dir))
+		return false;
+	read_attr(dir, "dev", buf, sizeof(buf));
+	if (parse_devno(buf, &dev) || dev != known->dev)
+		return false;
+	read_attr(dir, "size", buf, sizeof(buf));
+	*out = *known;
+	out->size_bytes = strtoull(buf, NULL, 10) * 512ull;
+	out->present = out->size_bytes > 0;
+	out->osd_id = -1;
+	out->osd_role[0] = '\0';
+	/* a device that just came back (loop attach) gets a full read: new backing file */
+	return out->present == was_present;
 }
 
 static void scan_one(struct devices *d, const char *classdir, const char *name,
@@ -288,26 +325,34 @@ int devices_scan(struct devices *d)
 	size_t i, kept = 0;
 	DIR *dh;
 	int r = 0;
+	bool full;
 
 	snprintf(classdir, sizeof(classdir), "%s/class/block", d->sysfs);
 	dh = opendir(classdir);
 	if (!dh)
 		return -errno;
 	/* Devices absent at the previous scan are dropped; present ones are marked unseen. */
+	full = d->scans++ % FULL_SCAN_EVERY == 0;
 	for (i = 0; i < d->n; i++) {
-		if (!d->v[i].present)
+		if (!d->v[i].present && !d->v[i].seen_absent)
 			continue;
 		d->v[kept] = d->v[i];
+		d->v[kept].seen_absent = false;
+		d->v[kept].was_present = d->v[i].present;
 		d->v[kept].present = false;
 		kept++;
 	}
 	d->n = kept;
 	while ((de = readdir(dh))) {
-		struct iop_device dev;
+		struct iop_device dev, *known;
 
 		if (de->d_name[0] == '.')
 			continue;
-		scan_one(d, classdir, de->d_name, &dev);
+		known = full ? NULL : find_known_name(d, de->d_name);
+		if (!known || !rescan_quick(classdir, de->d_name, known, known->was_present, &dev))
+			scan_one(d, classdir, de->d_name, &dev);
+		if (!dev.present)
+			dev.seen_absent = true;
 		if (!dev.dev)
 			continue;
 		r = add(d, &dev);

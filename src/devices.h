@@ -21,6 +21,8 @@ struct iop_device {
 	char slaves[256];        /* for dm/md: comma list of underlying devices, or "" */
 	int osd_id;              /* Ceph OSD id using this device, -1 if none */
 	char osd_role[16];       /* "block", "block.db", "block.wal" or "" */
+	bool seen_absent;        /* internal: listed in sysfs at the last scan with size 0 */
+	bool was_present;        /* internal: present before the current scan */
 };
 
 struct devices;

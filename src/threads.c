@@ -32,7 +32,9 @@ struct threads {
 	uint64_t gen;
 	uint64_t evicted_total;  /* created - live, cumulative */
 	uint64_t evicted_prev;
-	uint8_t *val;            /* one kernel value */
+	uint8_t *vals;           /* BATCH kernel values */
+	struct iop_sync_key keys[64];
+	size_t vsize;
 	struct iop_thread_interval *out;
 	uint64_t *out_hist;      /* nb buckets per out entry */
 	size_t out_cap;
@@ -52,8 +54,9 @@ int threads_new(struct threads **out, struct probes *p, struct devices *d)
 	for (t->cap = 64; t->cap < want && t->cap < 4096; t->cap <<= 1)
 		;
 	t->tab = calloc(t->cap, sizeof(*t->tab));
-	t->val = malloc(probes_sync_value_size(p));
-	if (!t->tab || !t->val) {
+	t->vsize = probes_sync_value_size(p);
+	t->vals = malloc(64 * t->vsize);
+	if (!t->tab || !t->vals) {
 		threads_free(t);
 		return -ENOMEM;
 	}
@@ -70,7 +73,7 @@ struct threads *threads_free(struct threads *t)
 	for (i = 0; t->tab && i < t->cap; i++)
 		free(t->tab[i].hist);
 	free(t->tab);
-	free(t->val);
+	free(t->vals);
 	free(t->out);
 	free(t->out_hist);
 	free(t);
@@ -239,72 +242,54 @@ static int ensure_out(struct threads *t, size_t n)
 	return 0;
 }
 
-int threads_collect(struct threads *t, const struct iop_config *c,
-		    struct iop_thread_interval **out, size_t *n, uint64_t *evicted)
+/* Fold one kernel entry into the deltas; appends to t->out when the thread made calls. */
+static int take_entry(struct threads *t, const struct iop_config *c, const struct iop_sync_key *key,
+		      const uint8_t *raw, size_t *count, int *last_tgid, char *last_name, int *last_osd)
 {
-	int fd = probes_sync_fd(t->probes);
-	const struct iop_sync_val *v = (const void *)t->val;
-	const uint64_t *buckets = (const uint64_t *)t->val + sizeof(struct iop_sync_val) / 8;
-	struct iop_sync_key key, next, *prevk = NULL;
-	size_t count = 0, live = 0, i, j;
-	int last_tgid = -1, last_osd = -1;
-	char last_name[16] = "";
-	uint64_t created;
+	const struct iop_sync_val *v = (const void *)raw;
+	const uint64_t *buckets = (const uint64_t *)raw + sizeof(struct iop_sync_val) / 8;
+	struct iop_thread_interval *o;
+	uint64_t dcalls = 0, *h;
+	struct prev *p;
+	bool reset;
+	size_t i, j;
 
-	t->gen++;
-	while (bpf_map_get_next_key(fd, prevk, &next) == 0) {
-		struct prev *p;
-		struct iop_thread_interval *o;
-		uint64_t dcalls = 0, *h;
-		bool reset;
-
-		key = next;
-		prevk = &key;
-		if (bpf_map_lookup_elem(fd, &key, t->val))
-			continue;
-		live++;
-		p = prev_get(t, &key);
-		if (!p)
+	p = prev_get(t, key);
+	if (!p)
+		return -ENOMEM;
+	reset = p->gen != t->gen - 1 && p->gen != t->gen;
+	/* a recreated entry restarts at zero */
+	for (i = 0; i < IOP_SYNC_MAX; i++)
+		if (v->calls[i] < p->calls[i])
+			reset = true;
+	if (reset) {
+		memset(p->calls, 0, sizeof(p->calls));
+		p->flush_bios = p->lat_sum = 0;
+		memset(p->hist, 0, t->nb * sizeof(uint64_t));
+	}
+	p->gen = t->gen;
+	for (i = 0; i < IOP_SYNC_MAX; i++)
+		dcalls += v->calls[i] - p->calls[i];
+	if (dcalls && thread_selected(c, v->comm)) {
+		if (ensure_out(t, *count + 1))
 			return -ENOMEM;
-		reset = p->gen != t->gen - 1 && p->gen != t->gen;
-		/* a recreated entry restarts at zero */
-		for (i = 0; i < IOP_SYNC_MAX; i++)
-			if (v->calls[i] < p->calls[i])
-				reset = true;
-		if (reset) {
-			memset(p->calls, 0, sizeof(p->calls));
-			p->flush_bios = p->lat_sum = 0;
-			memset(p->hist, 0, t->nb * sizeof(uint64_t));
-		}
-		p->gen = t->gen;
-		for (i = 0; i < IOP_SYNC_MAX; i++)
-			dcalls += v->calls[i] - p->calls[i];
-		if (!dcalls || !thread_selected(c, v->comm)) {
-			memcpy(p->calls, v->calls, sizeof(p->calls));
-			p->flush_bios = v->flush_bios;
-			p->lat_sum = v->lat_sum_ns;
-			memcpy(p->hist, buckets, t->nb * sizeof(uint64_t));
-			continue;
-		}
-		if (ensure_out(t, count + 1))
-			return -ENOMEM;
-		o = &t->out[count];
+		o = &t->out[*count];
 		memset(o, 0, sizeof(*o));
-		o->tgid = key.tgid;
-		o->tid = key.pid;
+		o->tgid = key->tgid;
+		o->tid = key->pid;
 		memcpy(o->comm, v->comm, sizeof(o->comm));
 		o->comm[sizeof(o->comm) - 1] = '\0';
-		if ((int)key.tgid != last_tgid) {
-			last_tgid = (int)key.tgid;
-			threads_process_info(last_tgid, last_name, sizeof(last_name), &last_osd);
+		if ((int)key->tgid != *last_tgid) {
+			*last_tgid = (int)key->tgid;
+			threads_process_info(*last_tgid, last_name, 16, last_osd);
 		}
 		/* the name the kernel recorded survives the process; /proc is only a fallback */
 		if (v->process[0])
 			snprintf(o->process, sizeof(o->process), "%.15s", v->process);
 		else
 			memcpy(o->process, last_name, sizeof(o->process));
-		o->osd_id = last_osd;
-		o->dev = devices_from_kdev(key.dev);
+		o->osd_id = *last_osd;
+		o->dev = devices_from_kdev(key->dev);
 		if (c->rollup_partitions)
 			o->dev = devices_rollup(t->devices, o->dev);
 		o->device = devices_get(t->devices, o->dev);
@@ -313,16 +298,48 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 		o->flush_bios = v->flush_bios - p->flush_bios;
 		o->lat_sum_ns = v->lat_sum_ns - p->lat_sum;
 		o->lat_max_ns = v->lat_max_ns;
-		h = t->out_hist + count * t->nb;
+		h = t->out_hist + *count * t->nb;
 		for (j = 0; j < t->nb; j++)
 			h[j] = buckets[j] - p->hist[j];
 		o->lat.k = t->k;
 		o->lat.nbuckets = t->nb;
-		memcpy(p->calls, v->calls, sizeof(p->calls));
-		p->flush_bios = v->flush_bios;
-		p->lat_sum = v->lat_sum_ns;
-		memcpy(p->hist, buckets, t->nb * sizeof(uint64_t));
-		count++;
+		(*count)++;
+	}
+	memcpy(p->calls, v->calls, sizeof(p->calls));
+	p->flush_bios = v->flush_bios;
+	p->lat_sum = v->lat_sum_ns;
+	memcpy(p->hist, buckets, t->nb * sizeof(uint64_t));
+	return 0;
+}
+
+int threads_collect(struct threads *t, const struct iop_config *c,
+		    struct iop_thread_interval **out, size_t *n, uint64_t *evicted)
+{
+	int fd = probes_sync_fd(t->probes), last_tgid = -1, last_osd = -1, r = 0;
+	uint64_t batch = 0, created;
+	size_t count = 0, live = 0, i;
+	char last_name[16] = "";
+	bool first = true, done = false;
+
+	t->gen++;
+	/* batched reads: a few syscalls for the whole table instead of two per entry */
+	while (!done) {
+		uint32_t got = 64;
+		int e;
+
+		e = bpf_map_lookup_batch(fd, first ? NULL : &batch, &batch, t->keys, t->vals, &got,
+					 NULL);
+		if (e && errno != ENOENT)
+			return -errno;
+		done = e != 0;
+		first = false;
+		for (i = 0; i < got; i++) {
+			live++;
+			r = take_entry(t, c, &t->keys[i], t->vals + i * t->vsize, &count, &last_tgid,
+				       last_name, &last_osd);
+			if (r)
+				return r;
+		}
 	}
 	/* out_hist may have moved while growing: set the pointers at the end */
 	for (i = 0; i < count; i++)

@@ -177,7 +177,7 @@ def sync_round(tool, dev, size_mb):
     job = json.loads(sh(*cmd))["jobs"][0]
     progs = tool.stop()
     syncs = job["sync"]["lat_ns"]["N"]
-    sync_ns = sum(v[1] for k, v in progs.items() if "sync" in k or "fdatasync" in k)
+    sync_ns = sum(v[1] for k, v in progs.items() if "sync" in k or "fdata" in k)
     return {"syncs": syncs, "sync_p50_ns": job["sync"]["lat_ns"]["percentile"]["50.000000"],
             "ns_per_sync": sync_ns / syncs if syncs and progs else None,
             "progs": {k: {"run_cnt": v[0], "run_time_ns": v[1]} for k, v in progs.items()}}
@@ -328,6 +328,7 @@ def main(argv=None):
     ap.add_argument("--runtime", type=int, default=5, help="seconds per fio run")
     ap.add_argument("--quick", action="store_true", help="1 repeat, 3 s runs, smaller soak")
     ap.add_argument("--json", default=os.path.join(BUILD, "bench-overhead.json"))
+    ap.add_argument("--only", choices=["daemon"], help="run only the daemon CPU/RSS part")
     a = ap.parse_args(argv)
     if a.quick:
         a.repeats, a.runtime = 1, 3
@@ -346,6 +347,10 @@ def main(argv=None):
 
 
 def run(a):
+    if a.only == "daemon":
+        d = daemon_cost(64, 1000, 10 if a.quick else 60)
+        print(json.dumps(d, indent=1))
+        return 0
     dev = make_loop(2048)
     base = os.path.basename(dev)
     with open(f"/sys/block/{base}/queue/scheduler", "w") as f:

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "devices.h"
 
 static char root[PATH_MAX];
@@ -224,8 +225,6 @@ int main(void)
 {
 	Suite *s = suite_create("devices");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_names_and_attributes);
@@ -234,9 +233,5 @@ int main(void)
 	tcase_add_test(tc, test_missing_root);
 	tcase_add_test(tc, test_globs);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check_main.h"
 #include "hist_math.h"
 #include "histogram.h"
 
@@ -105,8 +106,6 @@ int main(void)
 {
 	Suite *s = suite_create("hist_math");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_exact_below_2k, IOP_HIST_K_MIN, IOP_HIST_K_MAX + 1);
@@ -114,9 +113,5 @@ int main(void)
 	tcase_add_loop_test(tc, test_clamp, IOP_HIST_K_MIN, IOP_HIST_K_MAX + 1);
 	tcase_add_test(tc, test_error_bound);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

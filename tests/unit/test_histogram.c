@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "histogram.h"
 
 #define K 5
@@ -149,8 +150,6 @@ int main(void)
 {
 	Suite *s = suite_create("histogram");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_uniform);
 	tcase_add_test(tc, test_exponential);
@@ -158,9 +157,5 @@ int main(void)
 	tcase_add_test(tc, test_small_exact);
 	tcase_add_test(tc, test_empty_and_bad_q);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "histogram.h"
 #include "output_json.h"
 #include "output_text.h"
@@ -164,16 +165,10 @@ int main(void)
 {
 	Suite *s = suite_create("output");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_json_shape);
 	tcase_add_test(tc, test_json_percentiles_and_buckets);
 	tcase_add_test(tc, test_text_table);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }
