@@ -320,6 +320,7 @@ static void prog_stats(struct aggregator *a, struct iop_interval *iv)
 
 		a->progs[i].run_cnt = cur.run_cnt - a->progs_prev[i].run_cnt;
 		a->progs[i].run_time_ns = cur.run_time_ns - a->progs_prev[i].run_time_ns;
+		a->progs[i].missed = cur.missed - a->progs_prev[i].missed;
 		a->progs_prev[i] = cur;
 	}
 	iv->nprogs = (size_t)n;

@@ -112,6 +112,12 @@ int config_copy(struct iop_config *dst, const struct iop_config *src)
 
 int config_parse_duration_ms(const char *s, uint64_t *out_ms)
 {
+	return config_parse_duration_range_ms(s, IOP_INTERVAL_MS_MIN, IOP_INTERVAL_MS_MAX, out_ms);
+}
+
+int config_parse_duration_range_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
+				   uint64_t *out_ms)
+{
 	static const struct { const char *suffix; uint64_t ms; } units[] = {
 		{ "ms", 1 }, { "s", 1000 }, { "", 1000 }, { "m", 60000 }, { "h", 3600000 },
 	};
@@ -121,11 +127,12 @@ int config_parse_duration_ms(const char *s, uint64_t *out_ms)
 
 	if (!s || *p < '0' || *p > '9')
 		return -EINVAL;
+	/* Past 10^12 of any unit stop adding digits: whole * mult must not overflow. */
 	for (; *p >= '0' && *p <= '9'; p++) {
-		if (whole > 1000000000000ULL) /* 10^12 of any unit is far out of range */
-			huge = true;
-		else
+		if (!huge)
 			whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > 1000000000000ULL)
+			huge = true;
 	}
 	if (*p == '.') {
 		if (*++p < '0' || *p > '9')
@@ -146,7 +153,7 @@ int config_parse_duration_ms(const char *s, uint64_t *out_ms)
 	if (huge)
 		return -ERANGE;
 	ms = whole * mult + frac * mult / frac_scale;
-	if (ms < IOP_INTERVAL_MS_MIN || ms > IOP_INTERVAL_MS_MAX)
+	if (ms < min_ms || ms > max_ms)
 		return -ERANGE;
 	*out_ms = ms;
 	return 0;
@@ -296,10 +303,13 @@ static const char *kind(const yaml_node_t *n)
 static const char *shown(const yaml_node_t *n, char *buf, size_t len)
 {
 	const char *s = scalar(n);
+	size_t cut = len - 4;
 
 	if (strlen(s) < len)
 		return s;
-	snprintf(buf, len, "%.*s...", (int)len - 4, s);
+	while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80) /* keep UTF-8 characters whole */
+		cut--;
+	snprintf(buf, len, "%.*s...", (int)cut, s);
 	return buf;
 }
 

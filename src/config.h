@@ -62,6 +62,13 @@ int config_load(struct iop_config *c, const char *path, char *err, size_t errlen
 int config_parse_duration_ms(const char *s, uint64_t *out_ms);
 
 /*
+ * The same syntax with the caller's range (e.g. a run length: 1 ms .. a day). Numbers above
+ * 10^12 of their unit always give -ERANGE.
+ */
+int config_parse_duration_range_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
+				   uint64_t *out_ms);
+
+/*
  * Deep copy (for SIGHUP: load into a copy, swap on success). dst is overwritten without
  * being released first; on error (-ENOMEM) dst is left zeroed.
  */

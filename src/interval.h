@@ -41,6 +41,7 @@ struct iop_bpf_prog_stat {
 	char name[64];
 	uint64_t run_cnt;                /* deltas over the interval */
 	uint64_t run_time_ns;
+	uint64_t missed;                 /* runs the kernel skipped (recursion on a CPU) */
 };
 
 struct iop_interval {

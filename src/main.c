@@ -173,8 +173,9 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 				r = bad("--interval", optarg, "expected a duration such as 1s or 500ms, 10ms..3600s");
 			break;
 		case 'd':
-			if (config_parse_duration_ms(optarg, &o->duration_ms))
-				r = bad("--duration", optarg, "expected a duration such as 30s or 5m");
+			if (config_parse_duration_range_ms(optarg, 10, 30ull * 24 * 3600 * 1000,
+							   &o->duration_ms))
+				r = bad("--duration", optarg, "expected a duration such as 30s, 5m or 2h (10ms..30 days)");
 			break;
 		case 'p': o->output = OUTPUT_TEXT; break;
 		case 'j': o->output = OUTPUT_JSON; break;

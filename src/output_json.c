@@ -206,7 +206,7 @@ static void put_thread(FILE *f, const struct iop_thread_interval *t, double secs
 
 int output_json_write(FILE *f, const struct iop_interval *iv)
 {
-	uint64_t span = iv->end_mono_ns - iv->start_mono_ns, cnt = 0, ns = 0;
+	uint64_t span = iv->end_mono_ns - iv->start_mono_ns, cnt = 0, ns = 0, missed = 0;
 	double secs = span ? (double)span / 1e9 : 1.0;
 	size_t i;
 
@@ -230,9 +230,11 @@ int output_json_write(FILE *f, const struct iop_interval *iv)
 			fputc(',', f);
 		put_thread(f, &iv->threads[i], secs);
 	}
-	fprintf(f, "],\"drops\":{\"no_slot\":%llu,\"inflight_full\":%llu,\"sync_full\":%llu,"
+	for (i = 0; i < iv->nprogs; i++)
+		missed += iv->progs[i].missed;
+	fprintf(f, "],\"drops\":{\"missed_events\":%llu,\"no_slot\":%llu,\"inflight_full\":%llu,\"sync_full\":%llu,"
 		"\"sync_evicted\":%llu,\"no_bio_ts\":%llu,\"bio_evicted\":%llu},",
-		(unsigned long long)iv->global[IOP_G_NO_SLOT],
+		(unsigned long long)missed, (unsigned long long)iv->global[IOP_G_NO_SLOT],
 		(unsigned long long)iv->global[IOP_G_INFLIGHT_FULL],
 		(unsigned long long)iv->global[IOP_G_SYNC_FULL],
 		(unsigned long long)iv->sync_evictions,
@@ -247,9 +249,10 @@ int output_json_write(FILE *f, const struct iop_interval *iv)
 	for (i = 0; i < iv->nprogs; i++) {
 		fprintf(f, "%s{\"name\":", i ? "," : "");
 		put_str(f, iv->progs[i].name);
-		fprintf(f, ",\"run_cnt\":%llu,\"run_time_ns\":%llu}",
+		fprintf(f, ",\"run_cnt\":%llu,\"run_time_ns\":%llu,\"missed\":%llu}",
 			(unsigned long long)iv->progs[i].run_cnt,
-			(unsigned long long)iv->progs[i].run_time_ns);
+			(unsigned long long)iv->progs[i].run_time_ns,
+			(unsigned long long)iv->progs[i].missed);
 	}
 	fputs("]}}\n", f);
 	if (fflush(f) || ferror(f))

@@ -388,6 +388,7 @@ int probes_prog_stats(struct probes *p, struct iop_bpf_prog_stat *out, size_t ma
 		snprintf(out[n].name, sizeof(out[n].name), "%s", bpf_program__name(prog));
 		out[n].run_cnt = info.run_cnt;
 		out[n].run_time_ns = info.run_time_ns;
+		out[n].missed = info.recursion_misses;
 		n++;
 	}
 	return (int)n;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "config.h"
 #include "hist_math.h"
 
@@ -583,7 +584,8 @@ static const struct { const char *s; int r; uint64_t ms; } durations[] = {
 	{ "0", -ERANGE, 0 }, { "0ms", -ERANGE, 0 }, { "9ms", -ERANGE, 0 }, { "0.009s", -ERANGE, 0 },
 	{ "3601s", -ERANGE, 0 }, { "5000s", -ERANGE, 0 }, { "61m", -ERANGE, 0 }, { "2h", -ERANGE, 0 },
 	{ "3600.001", -ERANGE, 0 }, { "99999999999999999999999999s", -ERANGE, 0 },
-	{ "18446744073709551617ms", -ERANGE, 0 },
+	{ "18446744073709551617ms", -ERANGE, 0 }, { "9999999999999h", -ERANGE, 0 },
+	{ "5124095576030431h", -ERANGE, 0 },
 };
 
 START_TEST(test_duration)
@@ -604,6 +606,35 @@ START_TEST(test_duration_null)
 
 	ck_assert_int_eq(config_parse_duration_ms(NULL, &ms), -EINVAL);
 	ck_assert_uint_eq(ms, 1);
+}
+END_TEST
+
+START_TEST(test_duration_range)
+{
+	uint64_t ms = 0;
+
+	ck_assert_int_eq(config_parse_duration_range_ms("2h", 1, 86400000, &ms), 0);
+	ck_assert_uint_eq(ms, 7200000);
+	ck_assert_int_eq(config_parse_duration_range_ms("24h", 1, 86400000, &ms), 0);
+	ck_assert_uint_eq(ms, 86400000);
+	ck_assert_int_eq(config_parse_duration_range_ms("1ms", 1, 86400000, &ms), 0);
+	ck_assert_uint_eq(ms, 1);
+	ck_assert_int_eq(config_parse_duration_range_ms("0", 1, 86400000, &ms), -ERANGE);
+	ck_assert_int_eq(config_parse_duration_range_ms("0", 0, 1, &ms), 0);
+	ck_assert_uint_eq(ms, 0);
+	ck_assert_int_eq(config_parse_duration_range_ms("24.001h", 1, 86400000, &ms), -ERANGE);
+	ck_assert_int_eq(config_parse_duration_range_ms("999999999999h", 0, UINT64_MAX, &ms), 0);
+	ck_assert_uint_eq(ms, 999999999999ULL * 3600000);
+	ck_assert_int_eq(config_parse_duration_range_ms("1000000000000ms", 0, UINT64_MAX, &ms), 0);
+	ck_assert_uint_eq(ms, 1000000000000ULL);
+	ck_assert_int_eq(config_parse_duration_range_ms("1000000000001ms", 0, UINT64_MAX, &ms),
+			 -ERANGE);
+	/* 10^13 h would wrap around 2^64 if multiplied */
+	ck_assert_int_eq(config_parse_duration_range_ms("9999999999999h", 0, UINT64_MAX, &ms),
+			 -ERANGE);
+	ck_assert_int_eq(config_parse_duration_range_ms("5124095576030431h", 0, UINT64_MAX, &ms),
+			 -ERANGE);
+	ck_assert_int_eq(config_parse_duration_range_ms("1d", 0, UINT64_MAX, &ms), -EINVAL);
 }
 END_TEST
 
@@ -640,26 +671,23 @@ static Suite *config_suite(void)
 	tc = tcase_create("durations");
 	tcase_add_loop_test(tc, test_duration, 0, sizeof(durations) / sizeof(durations[0]));
 	tcase_add_test(tc, test_duration_null);
+	tcase_add_test(tc, test_duration_range);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
+	int r;
 
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
 		return 1;
 	}
 	snprintf(yaml_path, sizeof(yaml_path), "%s/iopulse.yaml", tmpdir);
-	sr = srunner_create(config_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	r = run_suite(config_suite());
 	unlink(yaml_path); /* left behind if a test failed between writing and loading */
 	if (rmdir(tmpdir) < 0)
 		perror("rmdir");
-	return failed ? 1 : 0;
+	return r;
 }
