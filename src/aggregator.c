@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "sparse.h"
 
 /*
  * What the previous collect saw of one device slot. Histograms get their buffers the first
@@ -21,8 +22,9 @@ struct slot_state {
 	dev_t dev;
 	uint64_t cnt_prev[IOP_C_MAX];     /* cumulative values at the previous collect */
 	uint64_t cnt_delta[IOP_C_MAX];
-	uint64_t *hprev[IOP_H_MAX];       /* NULL until the histogram has a count */
-	uint64_t *hdelta[IOP_H_MAX];
+	uint32_t *hprev[IOP_H_MAX];       /* low 32 bits; NULL until the histogram has a count */
+	size_t hstart[IOP_H_MAX];         /* this interval's pairs in the arena */
+	unsigned int hn[IOP_H_MAX];
 	bool active;             /* completed IO in this interval */
 	bool seen;               /* still assigned in the kernel */
 };
@@ -35,7 +37,7 @@ struct aggregator {
 	unsigned int k, nb;
 	uint32_t nslots;
 	struct slot_state *slots;
-	uint64_t *zero_hist;
+	struct sparse_arena arena;
 	struct iop_dev_interval *devs;
 	size_t devs_cap;
 	struct iop_device *unknown;   /* names for devices sysfs does not know */
@@ -69,8 +71,7 @@ int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 	a->nb = probes_hist_nb(p);
 	a->nslots = probes_max_devices(p);
 	a->slots = calloc(a->nslots, sizeof(*a->slots));
-	a->zero_hist = calloc(a->nb, sizeof(uint64_t));
-	if (!a->slots || !a->zero_hist) {
+	if (!a->slots) {
 		aggregator_free(a);
 		return -ENOMEM;
 	}
@@ -89,13 +90,11 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	for (i = 0; a->slots && i < a->nslots; i++) {
 		unsigned int h;
 
-		for (h = 0; h < IOP_H_MAX; h++) {
+		for (h = 0; h < IOP_H_MAX; h++)
 			free(a->slots[i].hprev[h]);
-			free(a->slots[i].hdelta[h]);
-		}
 	}
 	free(a->slots);
-	free(a->zero_hist);
+	sparse_release(&a->arena);
 	free(a->devs);
 	free(a->unknown);
 	free(a);
@@ -116,7 +115,7 @@ static int note_slot(void *ctx, uint32_t kdev, uint32_t slot)
 		memset(s->cnt_prev, 0, sizeof(s->cnt_prev));
 		for (h = 0; h < IOP_H_MAX; h++)
 			if (s->hprev[h])
-				memset(s->hprev[h], 0, a->nb * sizeof(uint64_t));
+				memset(s->hprev[h], 0, a->nb * sizeof(uint32_t));
 		s->used = true;
 		s->kdev = kdev;
 		s->dev = devices_from_kdev(kdev);
@@ -152,22 +151,19 @@ static int slot_delta(struct aggregator *a, uint32_t i)
 	s->cnt_delta[IOP_C_PREV_END] = 0;
 	for (h = 0; h < IOP_H_MAX; h++) {
 		const uint64_t *c = cur + IOP_C_MAX + (size_t)h * a->nb;
-		uint64_t *prev = s->hprev[h], *d = s->hdelta[h];
+		int r;
 
-		if (!prev) {
+		s->hn[h] = 0;
+		if (!s->hprev[h]) {
 			if (all_zero(c, a->nb))
 				continue;
-			prev = s->hprev[h] = calloc(a->nb, sizeof(uint64_t));
-			d = s->hdelta[h] = calloc(a->nb, sizeof(uint64_t));
-			if (!prev || !d)
+			s->hprev[h] = calloc(a->nb, sizeof(uint32_t));
+			if (!s->hprev[h])
 				return -ENOMEM;
 		}
-		for (j = 0; j < a->nb; j++) {
-			uint64_t v = c[j];
-
-			d[j] = v - prev[j];
-			prev[j] = v;
-		}
+		r = sparse_diff(&a->arena, s->hprev[h], c, a->nb, &s->hstart[h], &s->hn[h]);
+		if (r)
+			return r;
 	}
 	for (j = 0; j < IOP_OP_MAX; j++)
 		ios += s->cnt_delta[IOP_C_IOS + j] + s->cnt_delta[IOP_C_BYTES + j];
@@ -221,9 +217,16 @@ static void fill_hists(struct aggregator *a, struct iop_dev_interval *d,
 	unsigned int h;
 
 	for (h = 0; h < IOP_H_MAX; h++) {
-		d->hist[h].k = a->k;
-		d->hist[h].nbuckets = a->nb;
-		d->hist[h].counts = st && st->hdelta[h] ? st->hdelta[h] : a->zero_hist;
+		struct iop_hist_view *v = &d->hist[h];
+
+		memset(v, 0, sizeof(*v));
+		v->k = a->k;
+		v->nbuckets = a->nb;
+		if (st && st->hn[h]) {
+			v->nsparse = st->hn[h];
+			v->idx = a->arena.idx + st->hstart[h];
+			v->cnt = a->arena.cnt + st->hstart[h];
+		}
 	}
 }
 
@@ -341,6 +344,9 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	iv->seq = ++a->seq;
 	iv->hist_k = a->k;
 
+	sparse_reset(&a->arena);
+	for (s = 0; s < a->nslots; s++)
+		memset(a->slots[s].hn, 0, sizeof(a->slots[s].hn));
 	r = devices_scan(a->devices);
 	if (r < 0)
 		log_warn("device scan failed: %s", strerror(-r));

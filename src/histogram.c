@@ -5,13 +5,40 @@
 #include <math.h>
 #include <string.h>
 
+bool hist_next(const struct iop_hist_view *h, unsigned int *pos, unsigned int *idx,
+	       uint64_t *count)
+{
+	if (!h->counts) {
+		while (*pos < h->nsparse) {
+			unsigned int p = (*pos)++;
+
+			if (h->cnt[p] && h->idx[p] < h->nbuckets) {
+				*idx = h->idx[p];
+				*count = h->cnt[p];
+				return true;
+			}
+		}
+		return false;
+	}
+	while (*pos < h->nbuckets) {
+		unsigned int p = (*pos)++;
+
+		if (h->counts[p]) {
+			*idx = p;
+			*count = h->counts[p];
+			return true;
+		}
+	}
+	return false;
+}
+
 uint64_t hist_count(const struct iop_hist_view *h)
 {
-	uint64_t n = 0;
-	unsigned int i;
+	unsigned int pos = 0, idx;
+	uint64_t n = 0, c;
 
-	for (i = 0; i < h->nbuckets; i++)
-		n += h->counts[i];
+	while (hist_next(h, &pos, &idx, &c))
+		n += c;
 	return n;
 }
 
@@ -35,8 +62,8 @@ static uint64_t rank_of(double q, uint64_t count)
 
 int hist_percentile(const struct iop_hist_view *h, double q, uint64_t *out)
 {
-	uint64_t count, rank, seen = 0;
-	unsigned int i;
+	uint64_t count, rank, seen = 0, c;
+	unsigned int pos = 0, idx;
 
 	if (!(q > 0.0 && q <= 100.0))
 		return -EINVAL;
@@ -44,10 +71,10 @@ int hist_percentile(const struct iop_hist_view *h, double q, uint64_t *out)
 	if (!count)
 		return -ENODATA;
 	rank = rank_of(q, count);
-	for (i = 0; i < h->nbuckets; i++) {
-		seen += h->counts[i];
+	while (hist_next(h, &pos, &idx, &c)) {
+		seen += c;
 		if (seen >= rank) {
-			*out = hist_bucket_mid(i, h->k);
+			*out = hist_bucket_mid(idx, h->k);
 			return 0;
 		}
 	}
@@ -58,9 +85,9 @@ void hist_summarize(const struct iop_hist_view *h, struct iop_hist_summary *s)
 {
 	static const double qs[4] = { 50.0, 90.0, 99.0, 99.9 };
 	uint64_t *outs[4] = { &s->p50, &s->p90, &s->p99, &s->p999 };
-	uint64_t ranks[4], seen = 0;
+	uint64_t ranks[4], seen = 0, c;
 	double sum = 0;
-	unsigned int i, next = 0;
+	unsigned int i, next = 0, pos = 0, idx;
 	bool first = true;
 
 	memset(s, 0, sizeof(*s));
@@ -69,20 +96,16 @@ void hist_summarize(const struct iop_hist_view *h, struct iop_hist_summary *s)
 		return;
 	for (i = 0; i < 4; i++)
 		ranks[i] = rank_of(qs[i], s->count);
-	for (i = 0; i < h->nbuckets; i++) {
-		uint64_t c = h->counts[i];
-
-		if (!c)
-			continue;
+	while (hist_next(h, &pos, &idx, &c)) {
 		if (first) {
-			s->min = iop_hist_lower(i, h->k);
+			s->min = iop_hist_lower(idx, h->k);
 			first = false;
 		}
-		s->max = iop_hist_upper(i, h->k);
-		sum += (double)c * (double)hist_bucket_mid(i, h->k);
+		s->max = iop_hist_upper(idx, h->k);
+		sum += (double)c * (double)hist_bucket_mid(idx, h->k);
 		seen += c;
 		while (next < 4 && seen >= ranks[next])
-			*outs[next++] = hist_bucket_mid(i, h->k);
+			*outs[next++] = hist_bucket_mid(idx, h->k);
 	}
 	s->mean = sum / (double)s->count;
 }

@@ -2,6 +2,7 @@
 #ifndef IOPULSE_HISTOGRAM_H
 #define IOPULSE_HISTOGRAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hist_math.h"
@@ -13,6 +14,13 @@ struct iop_hist_summary {
 	uint64_t min, max;       /* bucket bounds: lowest bucket's lower bound, highest's upper */
 	uint64_t p50, p90, p99, p999;
 };
+
+/*
+ * Walks the non-empty buckets of a dense or sparse view: start with *pos = 0; returns false
+ * past the last one.
+ */
+bool hist_next(const struct iop_hist_view *h, unsigned int *pos, unsigned int *idx,
+	       uint64_t *count);
 
 uint64_t hist_count(const struct iop_hist_view *h);
 

@@ -9,11 +9,18 @@
 #include "../bpf/iopulse.h"
 #include "devices.h"
 
-/* A histogram delta: counts[nbuckets] for the bucket layout of precision k (hist_math.h). */
+/*
+ * A histogram delta for the bucket layout of precision k (hist_math.h), dense or sparse:
+ * counts[nbuckets] when counts is set, else nsparse (idx[i], cnt[i]) pairs in rising idx order.
+ * An interval touches a few dozen of a histogram's buckets, so the daemon hands out sparse ones.
+ */
 struct iop_hist_view {
 	unsigned int k;
 	unsigned int nbuckets;
 	const uint64_t *counts;
+	unsigned int nsparse;
+	const uint32_t *idx;
+	const uint64_t *cnt;
 };
 
 struct iop_dev_interval {

@@ -17,14 +17,13 @@ void output_json_set_buckets(bool on)
 
 static void put_buckets(FILE *f, const struct iop_hist_view *h)
 {
+	unsigned int pos = 0, idx;
 	bool first = true;
-	unsigned int i;
+	uint64_t c;
 
 	fputs(",\"buckets\":[", f);
-	for (i = 0; i < h->nbuckets; i++) {
-		if (!h->counts[i])
-			continue;
-		fprintf(f, "%s[%u,%llu]", first ? "" : ",", i, (unsigned long long)h->counts[i]);
+	while (hist_next(h, &pos, &idx, &c)) {
+		fprintf(f, "%s[%u,%llu]", first ? "" : ",", idx, (unsigned long long)c);
 		first = false;
 	}
 	fputc(']', f);

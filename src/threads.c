@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 
 #include "log.h"
+#include "sparse.h"
 
 /* What we saw of one kernel entry last time, to compute deltas. */
 struct prev {
@@ -20,7 +21,7 @@ struct prev {
 	uint64_t calls[IOP_SYNC_MAX];
 	uint64_t flush_bios;
 	uint64_t lat_sum;
-	uint64_t *hist;
+	uint32_t *hist;          /* low 32 bits of the cumulative buckets (see sparse.h) */
 };
 
 struct threads {
@@ -36,8 +37,9 @@ struct threads {
 	struct iop_sync_key keys[64];
 	size_t vsize;
 	struct iop_thread_interval *out;
-	uint64_t *out_hist;      /* nb buckets per out entry */
+	size_t *out_start;       /* each out entry's pairs in the arena */
 	size_t out_cap;
+	struct sparse_arena arena;
 };
 
 int threads_new(struct threads **out, struct probes *p, struct devices *d)
@@ -75,7 +77,8 @@ struct threads *threads_free(struct threads *t)
 	free(t->tab);
 	free(t->vals);
 	free(t->out);
-	free(t->out_hist);
+	free(t->out_start);
+	sparse_release(&t->arena);
 	free(t);
 	return NULL;
 }
@@ -114,11 +117,11 @@ static struct prev *prev_get(struct threads *t, const struct iop_sync_key *k)
 		return prev_get(t, k);
 	}
 	if (!free_slot->hist) {
-		free_slot->hist = calloc(t->nb, sizeof(uint64_t));
+		free_slot->hist = calloc(t->nb, sizeof(uint32_t));
 		if (!free_slot->hist)
 			return NULL;
 	} else {
-		memset(free_slot->hist, 0, t->nb * sizeof(uint64_t));
+		memset(free_slot->hist, 0, t->nb * sizeof(uint32_t));
 	}
 	memset(free_slot->calls, 0, sizeof(free_slot->calls));
 	free_slot->flush_bios = free_slot->lat_sum = 0;
@@ -153,7 +156,7 @@ static int grow(struct threads *t)
 		n->flush_bios = old[i].flush_bios;
 		n->lat_sum = old[i].lat_sum;
 		n->gen = old[i].gen;
-		memcpy(n->hist, old[i].hist, t->nb * sizeof(uint64_t));
+		memcpy(n->hist, old[i].hist, t->nb * sizeof(uint32_t));
 		free(old[i].hist);
 	}
 	free(old);
@@ -226,7 +229,7 @@ void threads_process_info(int tgid, char *name, size_t namelen, int *osd_id)
 static int ensure_out(struct threads *t, size_t n)
 {
 	struct iop_thread_interval *o;
-	uint64_t *h;
+	size_t *h;
 
 	if (n <= t->out_cap)
 		return 0;
@@ -234,10 +237,10 @@ static int ensure_out(struct threads *t, size_t n)
 	if (!o)
 		return -ENOMEM;
 	t->out = o;
-	h = realloc(t->out_hist, n * t->nb * sizeof(uint64_t));
+	h = realloc(t->out_start, n * sizeof(size_t));
 	if (!h)
 		return -ENOMEM;
-	t->out_hist = h;
+	t->out_start = h;
 	t->out_cap = n;
 	return 0;
 }
@@ -249,7 +252,7 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	const struct iop_sync_val *v = (const void *)raw;
 	const uint64_t *buckets = (const uint64_t *)raw + sizeof(struct iop_sync_val) / 8;
 	struct iop_thread_interval *o;
-	uint64_t dcalls = 0, *h;
+	uint64_t dcalls = 0;
 	struct prev *p;
 	bool reset;
 	size_t i, j;
@@ -265,7 +268,7 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	if (reset) {
 		memset(p->calls, 0, sizeof(p->calls));
 		p->flush_bios = p->lat_sum = 0;
-		memset(p->hist, 0, t->nb * sizeof(uint64_t));
+		memset(p->hist, 0, t->nb * sizeof(uint32_t));
 	}
 	p->gen = t->gen;
 	for (i = 0; i < IOP_SYNC_MAX; i++)
@@ -298,17 +301,19 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 		o->flush_bios = v->flush_bios - p->flush_bios;
 		o->lat_sum_ns = v->lat_sum_ns - p->lat_sum;
 		o->lat_max_ns = v->lat_max_ns;
-		h = t->out_hist + *count * t->nb;
-		for (j = 0; j < t->nb; j++)
-			h[j] = buckets[j] - p->hist[j];
 		o->lat.k = t->k;
 		o->lat.nbuckets = t->nb;
+		if (sparse_diff(&t->arena, p->hist, buckets, t->nb, &t->out_start[*count],
+				&o->lat.nsparse))
+			return -ENOMEM;
 		(*count)++;
+	} else {
+		for (j = 0; j < t->nb; j++)
+			p->hist[j] = (uint32_t)buckets[j];
 	}
 	memcpy(p->calls, v->calls, sizeof(p->calls));
 	p->flush_bios = v->flush_bios;
 	p->lat_sum = v->lat_sum_ns;
-	memcpy(p->hist, buckets, t->nb * sizeof(uint64_t));
 	return 0;
 }
 
@@ -322,6 +327,7 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 	bool first = true, done = false;
 
 	t->gen++;
+	sparse_reset(&t->arena);
 	/* batched reads: a few syscalls for the whole table instead of two per entry */
 	while (!done) {
 		uint32_t got = 64;
@@ -341,9 +347,11 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 				return r;
 		}
 	}
-	/* out_hist may have moved while growing: set the pointers at the end */
-	for (i = 0; i < count; i++)
-		t->out[i].lat.counts = t->out_hist + i * t->nb;
+	/* the arena may have moved while growing: set the pointers at the end */
+	for (i = 0; i < count; i++) {
+		t->out[i].lat.idx = t->arena.idx + t->out_start[i];
+		t->out[i].lat.cnt = t->arena.cnt + t->out_start[i];
+	}
 	/* forget entries the kernel no longer has */
 	for (i = 0; i < t->cap; i++)
 		if (t->tab[i].gen && t->tab[i].gen != t->gen)

@@ -7,6 +7,7 @@
 
 #include "check_main.h"
 #include "histogram.h"
+#include "sparse.h"
 
 #define K 5
 #define NB IOP_HIST_NBUCKETS(K)
@@ -146,6 +147,47 @@ START_TEST(test_empty_and_bad_q)
 }
 END_TEST
 
+/* A sparse view from sparse_diff must summarize exactly like the dense delta it encodes. */
+START_TEST(test_sparse_equals_dense)
+{
+	static uint64_t cum0[NB], cum1[NB], dense[NB];
+	static uint32_t prev[NB];
+	struct sparse_arena ar = { 0 };
+	struct iop_hist_view d = { K, NB, dense, 0, NULL, NULL }, sp = { K, NB, NULL, 0, NULL, NULL };
+	struct iop_hist_summary a, b;
+	size_t start, i;
+	unsigned int n;
+	uint64_t pa, pb;
+
+	for (i = 0; i < NB; i += 7)
+		cum0[i] = (1ULL << 32) - 3 + i;        /* near the 32-bit wrap */
+	ck_assert_int_eq(sparse_diff(&ar, prev, cum0, NB, &start, &n), 0);
+	sparse_reset(&ar);
+	for (i = 0; i < NB; i++) {
+		cum1[i] = cum0[i] + ((i % 5 == 0) ? i + 1 : 0);
+		dense[i] = cum1[i] - cum0[i];
+	}
+	ck_assert_int_eq(sparse_diff(&ar, prev, cum1, NB, &start, &n), 0);
+	ck_assert_uint_eq(start, 0);
+	ck_assert_uint_eq(n, (NB + 4) / 5);
+	sp.nsparse = n;
+	sp.idx = ar.idx;
+	sp.cnt = ar.cnt;
+	hist_summarize(&d, &a);
+	hist_summarize(&sp, &b);
+	ck_assert_uint_eq(a.count, b.count);
+	ck_assert_uint_eq(a.p50, b.p50);
+	ck_assert_uint_eq(a.p999, b.p999);
+	ck_assert_uint_eq(a.min, b.min);
+	ck_assert_uint_eq(a.max, b.max);
+	ck_assert(a.mean == b.mean);
+	ck_assert_int_eq(hist_percentile(&d, 37, &pa), 0);
+	ck_assert_int_eq(hist_percentile(&sp, 37, &pb), 0);
+	ck_assert_uint_eq(pa, pb);
+	sparse_release(&ar);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("histogram");
@@ -156,6 +198,7 @@ int main(void)
 	tcase_add_test(tc, test_constant_single_twopoint);
 	tcase_add_test(tc, test_small_exact);
 	tcase_add_test(tc, test_empty_and_bad_q);
+	tcase_add_test(tc, test_sparse_equals_dense);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
