@@ -1,4 +1,4 @@
-/* test_devices.c - device naming against a fake sysfs tree and a fake Ceph OSD directory */
+/* test_devices.c - device table against a fake sysfs tree and fake Ceph OSD directories */
 #include <check.h>
 #include <errno.h>
 #include <ftw.h>
@@ -13,47 +13,94 @@
 #include "check_main.h"
 #include "devices.h"
 
+#define SCSI "devices/pci0000:00/0000:00:04.0/virtio1/host0/target0:0:0/0:0:0:0/block"
+#define SCSI2 "devices/pci0000:00/0000:00:05.0/virtio2/host1/target1:0:0/1:0:0:0/block"
+#define VIRT "devices/virtual/block"
+
 static char root[PATH_MAX];
+
+/* root/rel into buf */
+static const char *at(char *buf, size_t len, const char *rel)
+{
+	ck_assert_int_lt(snprintf(buf, len, "%s/%s", root, rel), (int)len);
+	return buf;
+}
+
+/* mkdir -p root/rel */
+static void mkdirs(const char *rel)
+{
+	char path[PATH_MAX], *slash;
+
+	at(path, sizeof(path), rel);
+	for (slash = path + strlen(root) + 1; (slash = strchr(slash, '/')); slash++) {
+		*slash = '\0';
+		ck_assert(mkdir(path, 0755) == 0 || errno == EEXIST);
+		*slash = '/';
+	}
+	ck_assert(mkdir(path, 0755) == 0 || errno == EEXIST);
+}
+
+static void parent_dirs(const char *rel)
+{
+	char dir[PATH_MAX], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		mkdirs(dir);
+	}
+}
 
 static void put(const char *rel, const char *content)
 {
-	char path[PATH_MAX * 2], *slash;
+	char path[PATH_MAX];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	for (slash = strchr(path + strlen(root) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
-	f = fopen(path, "w");
+	parent_dirs(rel);
+	f = fopen(at(path, sizeof(path), rel), "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(content, f);
-	fclose(f);
+	ck_assert_int_eq(fclose(f), 0);
 }
 
-static void link_class(const char *name, const char *target)
+static void rm(const char *rel)
 {
-	char l[PATH_MAX * 2], t[PATH_MAX * 2];
+	char path[PATH_MAX];
 
-	snprintf(l, sizeof(l), "%s/sys/class", root);
-	mkdir(l, 0755);
-	snprintf(l, sizeof(l), "%s/sys/class/block", root);
-	mkdir(l, 0755);
-	snprintf(l, sizeof(l), "%s/sys/class/block/%s", root, name);
-	snprintf(t, sizeof(t), "%s/sys/%s", root, target);
-	ck_assert_int_eq(symlink(t, l), 0);
+	ck_assert_int_eq(unlink(at(path, sizeof(path), rel)), 0);
 }
 
-static void disk(const char *dir, const char *name, const char *devno, const char *size)
+/* symlink root/link -> root/target */
+static void sym(const char *link, const char *target)
 {
-	char p[PATH_MAX];
+	char l[PATH_MAX], t[PATH_MAX];
 
-	snprintf(p, sizeof(p), "sys/%s/dev", dir);
-	put(p, devno);
-	snprintf(p, sizeof(p), "sys/%s/size", dir);
-	put(p, size);
-	link_class(name, dir);
+	parent_dirs(link);
+	ck_assert_int_eq(symlink(at(t, sizeof(t), target), at(l, sizeof(l), link)), 0);
+}
+
+/* A device directory sys/dir/name with dev and size, listed in sys/class/block. */
+static void blockdev(const char *dir, const char *name, const char *devno, const char *size)
+{
+	char rel[PATH_MAX], link[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "sys/%s/%s/dev", dir, name);
+	put(rel, devno);
+	snprintf(rel, sizeof(rel), "sys/%s/%s/size", dir, name);
+	put(rel, size);
+	snprintf(rel, sizeof(rel), "sys/%s/%s", dir, name);
+	snprintf(link, sizeof(link), "sys/class/block/%s", name);
+	sym(link, rel);
+}
+
+static void node(const char *name, unsigned int ma, unsigned int mi)
+{
+	char rel[PATH_MAX], path[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "dev/%s", name);
+	parent_dirs(rel);
+	ck_assert_int_eq(mknod(at(path, sizeof(path), rel), S_IFBLK | 0600, makedev(ma, mi)), 0);
 }
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
@@ -61,35 +108,46 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 	return remove(p);
 }
 
+/*
+ * sda (rotational, model with trailing blanks) with partitions sda1 and sda2; sdb and sdc
+ * under dm-0 "vg0-data"; loop0 attached to a file, loop1 detached (size 0). Plus entries
+ * that must be skipped: a dangling link, an unparsable dev, a name too long.
+ */
 static void setup(void)
 {
-	char p[PATH_MAX * 2];
-
 	snprintf(root, sizeof(root), "/tmp/iopulse-devtest-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(root));
-	/* sda with partition sda1, a model with trailing blanks, rotational */
-	disk("devices/pci0/host0/block/sda", "sda", "8:0\n", "2097152\n");
-	put("sys/devices/pci0/host0/block/sda/device/model", "FAKE DISK   \n");
-	put("sys/devices/pci0/host0/block/sda/queue/rotational", "1\n");
-	disk("devices/pci0/host0/block/sda/sda1", "sda1", "8:1\n", "1024\n");
-	put("sys/devices/pci0/host0/block/sda/sda1/partition", "1\n");
-	/* sdb under dm-0 */
-	disk("devices/pci0/host0/block/sdb", "sdb", "8:16\n", "4096\n");
-	put("sys/devices/pci0/host0/block/sdb/queue/rotational", "0\n");
-	snprintf(p, sizeof(p), "%s/sys/devices/pci0/host0/block/sdb/holders", root);
-	mkdir(p, 0755);
-	snprintf(p, sizeof(p), "%s/sys/devices/pci0/host0/block/sdb/holders/dm-0", root);
-	mkdir(p, 0755);
-	disk("devices/virtual/block/dm-0", "dm-0", "253:0\n", "4096\n");
-	put("sys/devices/virtual/block/dm-0/dm/name", "vg0-data\n");
-	snprintf(p, sizeof(p), "%s/sys/devices/virtual/block/dm-0/slaves", root);
-	mkdir(p, 0755);
-	snprintf(p, sizeof(p), "%s/sys/devices/virtual/block/dm-0/slaves/sdb", root);
-	mkdir(p, 0755);
-	/* an attached and a detached loop device */
-	disk("devices/virtual/block/loop0", "loop0", "7:0\n", "2048\n");
-	put("sys/devices/virtual/block/loop0/loop/backing_file", "/var/tmp/a b.img\n");
-	disk("devices/virtual/block/loop1", "loop1", "7:1\n", "0\n");
+
+	blockdev(SCSI, "sda", "8:0\n", "2097152\n");
+	put("sys/" SCSI "/sda/device/model", "QEMU HARDDISK   \n");
+	put("sys/" SCSI "/sda/queue/rotational", "1\n");
+	blockdev(SCSI "/sda", "sda1", "8:1\n", "1024\n");
+	put("sys/" SCSI "/sda/sda1/partition", "1\n");
+	blockdev(SCSI "/sda", "sda2", "8:2\n", "2048\n");
+	put("sys/" SCSI "/sda/sda2/partition", "2\n");
+
+	blockdev(SCSI2, "sdb", "8:16\n", "4096\n");
+	put("sys/" SCSI2 "/sdb/device/model", "  FAST SSD\t\n");
+	put("sys/" SCSI2 "/sdb/queue/rotational", "0\n");
+	sym("sys/" SCSI2 "/sdb/holders/dm-0", "sys/" VIRT "/dm-0");
+	blockdev(SCSI2, "sdc", "8:32\n", "4096\n");
+	put("sys/" SCSI2 "/sdc/queue/rotational", "0\n");
+	sym("sys/" SCSI2 "/sdc/holders/dm-0", "sys/" VIRT "/dm-0");
+
+	blockdev(VIRT, "dm-0", "253:0\n", "8192\n");
+	put("sys/" VIRT "/dm-0/dm/name", "vg0-data\n");
+	put("sys/" VIRT "/dm-0/queue/rotational", "0\n");
+	sym("sys/" VIRT "/dm-0/slaves/sdc", "sys/" SCSI2 "/sdc");
+	sym("sys/" VIRT "/dm-0/slaves/sdb", "sys/" SCSI2 "/sdb");
+
+	blockdev(VIRT, "loop0", "7:0\n", "2048\n");
+	put("sys/" VIRT "/loop0/loop/backing_file", "/var/tmp/disk image.img\n");
+	blockdev(VIRT, "loop1", "7:1\n", "0\n");
+
+	sym("sys/class/block/ghost", "sys/" VIRT "/ghost");
+	blockdev(VIRT, "junk", "8:x\n", "100\n");
+	blockdev(VIRT, "a-name-much-longer-than-the-sixty-four-bytes-a-kernel-name-may-have",
+		 "250:0\n", "100\n");
 }
 
 static void teardown(void)
@@ -97,104 +155,219 @@ static void teardown(void)
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static struct devices *open_devs(const char *ceph)
+static struct devices *open_devs(const char *ceph_rel)
 {
-	char sys[PATH_MAX + 8];
+	char sys[PATH_MAX], ceph[PATH_MAX];
 	struct devices *d = NULL;
 
-	snprintf(sys, sizeof(sys), "%s/sys", root);
-	ck_assert_int_eq(devices_new(&d, sys, ceph), 0);
+	at(sys, sizeof(sys), "sys");
+	ck_assert_int_eq(devices_new(&d, sys, ceph_rel ? at(ceph, sizeof(ceph), ceph_rel) : NULL),
+			 0);
+	ck_assert_ptr_nonnull(d);
 	return d;
 }
 
-START_TEST(test_names_and_attributes)
+static const struct iop_device *get(struct devices *d, unsigned int ma, unsigned int mi)
+{
+	const struct iop_device *x = devices_get(d, makedev(ma, mi));
+
+	ck_assert_msg(x != NULL, "device %u:%u not in the table", ma, mi);
+	return x;
+}
+
+START_TEST(test_names_and_order)
+{
+	static const char *const names[] = { "loop0", "loop1", "sda", "sda1", "sda2", "sdb",
+					     "sdc", "dm-0" };
+	struct devices *d = open_devs(NULL);
+	size_t i;
+
+	ck_assert_uint_eq(devices_count(d), 8);
+	for (i = 0; i < 8; i++)
+		ck_assert_str_eq(devices_at(d, i)->name, names[i]);
+	ck_assert_ptr_null(devices_at(d, 8));
+	ck_assert(get(d, 8, 16)->dev == makedev(8, 16));
+	ck_assert_str_eq(get(d, 253, 0)->name, "dm-0");
+	ck_assert_ptr_null(devices_get(d, makedev(250, 0)));
+	ck_assert_int_eq(devices_scan(d), 8);
+	devices_free(d);
+}
+END_TEST
+
+START_TEST(test_partitions)
 {
 	struct devices *d = open_devs(NULL);
-	const struct iop_device *sda = devices_get(d, makedev(8, 0));
-	const struct iop_device *sda1 = devices_get(d, makedev(8, 1));
-	const struct iop_device *dm = devices_get(d, makedev(253, 0));
-	const struct iop_device *sdb = devices_get(d, makedev(8, 16));
-	const struct iop_device *loop0 = devices_get(d, makedev(7, 0));
-	const struct iop_device *loop1 = devices_get(d, makedev(7, 1));
+	const struct iop_device *sda = get(d, 8, 0), *sda1 = get(d, 8, 1);
 
-	ck_assert_ptr_nonnull(sda);
-	ck_assert_str_eq(sda->name, "sda");
-	ck_assert_str_eq(sda->model, "FAKE DISK");
-	ck_assert(sda->rotational && sda->present && !sda->is_partition);
-	ck_assert_uint_eq(sda->size_bytes, 2097152ull * 512);
-	ck_assert(sda1->is_partition && sda1->rotational);
-	ck_assert(sda1->disk == makedev(8, 0));
+	ck_assert(!sda->is_partition && sda->disk == sda->dev);
+	ck_assert(sda1->is_partition && sda1->disk == makedev(8, 0));
+	ck_assert(get(d, 8, 2)->disk == makedev(8, 0));
+	ck_assert(sda1->rotational);                        /* the disk's */
+	ck_assert_str_eq(sda1->model, "QEMU HARDDISK");     /* the disk's */
+	ck_assert_uint_eq(sda1->size_bytes, 1024 * 512);
 	ck_assert(devices_rollup(d, makedev(8, 1)) == makedev(8, 0));
 	ck_assert(devices_rollup(d, makedev(8, 0)) == makedev(8, 0));
+	ck_assert(devices_rollup(d, makedev(253, 0)) == makedev(253, 0));
 	ck_assert(devices_rollup(d, makedev(99, 9)) == makedev(99, 9));
-	ck_assert_str_eq(dm->dm_name, "vg0-data");
-	ck_assert_str_eq(dm->slaves, "sdb");
-	ck_assert_str_eq(sdb->holders, "dm-0");
-	ck_assert(!sdb->rotational);
-	ck_assert_str_eq(loop0->model, "/var/tmp/a b.img");
-	ck_assert(loop0->present);
-	ck_assert(loop1 != NULL && !loop1->present);
-	ck_assert_int_eq(sda->osd_id, -1);
 	devices_free(d);
 }
 END_TEST
 
-START_TEST(test_hotplug)
+START_TEST(test_present)
 {
 	struct devices *d = open_devs(NULL);
-	char p[PATH_MAX * 2];
 
-	/* loop1 attached, loop0 detached (size 0), sdb unplugged */
-	put("sys/devices/virtual/block/loop1/size", "4096\n");
-	put("sys/devices/virtual/block/loop0/size", "0\n");
-	snprintf(p, sizeof(p), "%s/sys/class/block/sdb", root);
-	unlink(p);
-	ck_assert_int_ge(devices_scan(d), 0);
-	ck_assert(devices_get(d, makedev(7, 1))->present);
-	ck_assert(!devices_get(d, makedev(7, 0))->present);
-	ck_assert_ptr_nonnull(devices_get(d, makedev(8, 16)));      /* kept once, not present */
-	ck_assert(!devices_get(d, makedev(8, 16))->present);
-	ck_assert_int_ge(devices_scan(d), 0);
-	ck_assert_ptr_null(devices_get(d, makedev(8, 16)));         /* then dropped */
+	ck_assert(get(d, 7, 0)->present);
+	ck_assert_uint_eq(get(d, 7, 0)->size_bytes, 2048 * 512);
+	ck_assert(!get(d, 7, 1)->present);                  /* detached loop: listed, size 0 */
+	ck_assert(get(d, 7, 1)->seen_absent);
+	ck_assert_uint_eq(get(d, 7, 1)->size_bytes, 0);
+	ck_assert(get(d, 8, 0)->present && get(d, 253, 0)->present);
+	ck_assert_uint_eq(get(d, 8, 0)->size_bytes, 2097152ull * 512);
 	devices_free(d);
 }
 END_TEST
 
-START_TEST(test_ceph_labels)
+START_TEST(test_models)
 {
-	char ceph[PATH_MAX + 16], node[PATH_MAX * 2], l[PATH_MAX * 2];
+	struct devices *d = open_devs(NULL);
+
+	ck_assert_str_eq(get(d, 8, 0)->model, "QEMU HARDDISK");
+	ck_assert_str_eq(get(d, 8, 16)->model, "FAST SSD");
+	ck_assert_str_eq(get(d, 8, 32)->model, "");
+	ck_assert_str_eq(get(d, 7, 0)->model, "/var/tmp/disk image.img");
+	ck_assert_str_eq(get(d, 7, 1)->model, "");
+	ck_assert_str_eq(get(d, 253, 0)->model, "");
+	devices_free(d);
+}
+END_TEST
+
+START_TEST(test_dm_and_rotational)
+{
+	struct devices *d = open_devs(NULL);
+
+	ck_assert_str_eq(get(d, 253, 0)->dm_name, "vg0-data");
+	ck_assert_str_eq(get(d, 253, 0)->slaves, "sdb,sdc");  /* sorted */
+	ck_assert_str_eq(get(d, 253, 0)->holders, "");
+	ck_assert_str_eq(get(d, 8, 16)->holders, "dm-0");
+	ck_assert_str_eq(get(d, 8, 32)->holders, "dm-0");
+	ck_assert_str_eq(get(d, 8, 16)->slaves, "");
+	ck_assert_str_eq(get(d, 8, 0)->holders, "");
+	ck_assert_str_eq(get(d, 8, 0)->dm_name, "");
+	ck_assert(get(d, 8, 0)->rotational);
+	ck_assert(!get(d, 8, 16)->rotational);
+	ck_assert(!get(d, 253, 0)->rotational);
+	ck_assert(!get(d, 7, 1)->rotational);              /* no queue/rotational: default */
+	ck_assert_int_eq(get(d, 8, 0)->osd_id, -1);
+	ck_assert_str_eq(get(d, 8, 0)->osd_role, "");
+	devices_free(d);
+}
+END_TEST
+
+START_TEST(test_device_vanishes)
+{
+	struct devices *d = open_devs(NULL);
+
+	rm("sys/class/block/sdc");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert(!get(d, 8, 32)->present);                 /* kept once, named */
+	ck_assert(get(d, 8, 32)->was_present);
+	ck_assert_str_eq(get(d, 8, 32)->name, "sdc");
+	ck_assert(get(d, 8, 16)->present);
+	ck_assert_int_eq(devices_scan(d), 7);
+	ck_assert_ptr_null(devices_get(d, makedev(8, 32)));   /* then dropped */
+	ck_assert_int_eq(devices_scan(d), 7);
+	/* and back again */
+	sym("sys/class/block/sdc", "sys/" SCSI2 "/sdc");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert(get(d, 8, 32)->present);
+	devices_free(d);
+}
+END_TEST
+
+START_TEST(test_loop_detach_and_attach)
+{
+	struct devices *d = open_devs(NULL);
+
+	/* loop0 detached: still listed, size 0 -> in the table, not present, for good */
+	put("sys/" VIRT "/loop0/size", "0\n");
+	rm("sys/" VIRT "/loop0/loop/backing_file");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert(!get(d, 7, 0)->present && get(d, 7, 0)->was_present);
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert(!get(d, 7, 0)->present && !get(d, 7, 0)->was_present);
+
+	/* loop1 attached: present with its backing file */
+	put("sys/" VIRT "/loop1/size", "4096\n");
+	put("sys/" VIRT "/loop1/loop/backing_file", "/srv/one.img\n");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert(get(d, 7, 1)->present);
+	ck_assert_uint_eq(get(d, 7, 1)->size_bytes, 4096 * 512);
+	ck_assert_str_eq(get(d, 7, 1)->model, "/srv/one.img");
+
+	/* detached and attached to another file between two scans */
+	put("sys/" VIRT "/loop1/loop/backing_file", "/srv/two.img\n");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_str_eq(get(d, 7, 1)->model, "/srv/two.img");
+	devices_free(d);
+}
+END_TEST
+
+START_TEST(test_device_appears)
+{
+	struct devices *d = open_devs(NULL);
+
+	ck_assert_ptr_null(devices_get(d, makedev(8, 48)));
+	blockdev(SCSI2, "sdd", "8:48\n", "100\n");
+	put("sys/" SCSI2 "/sdd/device/model", "NEW ONE\n");
+	put("sys/" SCSI2 "/sdd/queue/rotational", "1\n");
+	ck_assert_int_eq(devices_scan(d), 9);
+	ck_assert(get(d, 8, 48)->present && get(d, 8, 48)->rotational);
+	ck_assert(!get(d, 8, 48)->was_present);
+	ck_assert_str_eq(get(d, 8, 48)->name, "sdd");
+	ck_assert_str_eq(get(d, 8, 48)->model, "NEW ONE");
+	ck_assert_str_eq(devices_at(d, 7)->name, "sdd");     /* dev order */
+	devices_free(d);
+}
+END_TEST
+
+/* A dm device replaced by another between scans: the disks' holders follow. */
+START_TEST(test_dm_replaced)
+{
+	struct devices *d = open_devs(NULL);
+	int i;
+
+	for (i = 0; i < 3; i++)        /* past the first, full scan */
+		ck_assert_int_eq(devices_scan(d), 8);
+	rm("sys/class/block/dm-0");
+	rm("sys/" SCSI2 "/sdb/holders/dm-0");
+	blockdev(VIRT, "dm-1", "253:1\n", "4096\n");
+	put("sys/" VIRT "/dm-1/dm/name", "vg1-new\n");
+	sym("sys/" VIRT "/dm-1/slaves/sdb", "sys/" SCSI2 "/sdb");
+	sym("sys/" SCSI2 "/sdb/holders/dm-1", "sys/" VIRT "/dm-1");
+	ck_assert_int_eq(devices_scan(d), 9);
+	ck_assert_str_eq(get(d, 8, 16)->holders, "dm-1");
+	ck_assert_str_eq(get(d, 253, 1)->dm_name, "vg1-new");
+	ck_assert_str_eq(get(d, 253, 1)->slaves, "sdb");
+	ck_assert(!get(d, 253, 0)->present);
+	devices_free(d);
+}
+END_TEST
+
+START_TEST(test_bad_attributes)
+{
 	struct devices *d;
 
-	snprintf(ceph, sizeof(ceph), "%s/osd", root);
-	mkdir(ceph, 0755);
-	snprintf(l, sizeof(l), "%s/ceph-3", ceph);
-	mkdir(l, 0755);
-	snprintf(l, sizeof(l), "%s/ceph-12", ceph);
-	mkdir(l, 0755);
-	snprintf(node, sizeof(node), "%s/dev-dm0", root);
-	ck_assert_int_eq(mknod(node, S_IFBLK | 0600, makedev(253, 0)), 0);
-	snprintf(l, sizeof(l), "%s/ceph-3/block", ceph);
-	ck_assert_int_eq(symlink(node, l), 0);
-	snprintf(node, sizeof(node), "%s/dev-sda1", root);
-	ck_assert_int_eq(mknod(node, S_IFBLK | 0600, makedev(8, 1)), 0);
-	snprintf(l, sizeof(l), "%s/ceph-12/block.db", ceph);
-	ck_assert_int_eq(symlink(node, l), 0);
-	snprintf(l, sizeof(l), "%s/ceph-12/whoami", ceph);
-	{
-		FILE *f = fopen(l, "w");
-
-		fputs("7\n", f);
-		fclose(f);
-	}
-	d = open_devs(ceph);
-	ck_assert_int_eq(devices_get(d, makedev(253, 0))->osd_id, 3);
-	ck_assert_str_eq(devices_get(d, makedev(253, 0))->osd_role, "block");
-	ck_assert_int_eq(devices_get(d, makedev(8, 16))->osd_id, 3);     /* dm slave */
-	ck_assert_str_eq(devices_get(d, makedev(8, 16))->osd_role, "block");
-	ck_assert_int_eq(devices_get(d, makedev(8, 1))->osd_id, 7);      /* whoami wins */
-	ck_assert_str_eq(devices_get(d, makedev(8, 1))->osd_role, "block.db");
-	ck_assert_int_eq(devices_get(d, makedev(8, 0))->osd_id, 7);      /* its disk */
-	ck_assert_int_eq(devices_get(d, makedev(7, 0))->osd_id, -1);
+	put("sys/" SCSI2 "/sdb/size", "12abc\n");
+	put("sys/" SCSI2 "/sdc/size", "");
+	put("sys/" SCSI2 "/sdc/device/model", "");
+	put("sys/" VIRT "/dm-0/queue/rotational", "yes\n");
+	d = open_devs(NULL);
+	ck_assert_uint_eq(devices_count(d), 8);
+	ck_assert(!get(d, 8, 16)->present);
+	ck_assert(!get(d, 8, 32)->present);
+	ck_assert_str_eq(get(d, 8, 32)->model, "");
+	ck_assert(!get(d, 253, 0)->rotational);
 	devices_free(d);
 }
 END_TEST
@@ -202,36 +375,184 @@ END_TEST
 START_TEST(test_missing_root)
 {
 	struct devices *d = NULL;
+	char path[PATH_MAX];
 
 	ck_assert_int_eq(devices_new(&d, "/nonexistent-iopulse-sysfs", NULL), -ENOENT);
 	ck_assert_ptr_null(d);
+	mkdirs("empty-sys");
+	ck_assert_int_eq(devices_new(&d, at(path, sizeof(path), "empty-sys"), NULL), -ENOENT);
+	ck_assert_ptr_null(d);
+	ck_assert_int_eq(devices_new(&d, NULL, NULL), -EINVAL);
+	ck_assert_ptr_null(devices_free(NULL));
 }
 END_TEST
 
 START_TEST(test_globs)
 {
-	char *inc[] = { "sd*", "nvme*" }, *exc[] = { "sda*" };
+	char *inc[] = { "sd*", "nvme*" }, *exc[] = { "sda*" }, *loops[] = { "loop[0-9]*" };
 
 	ck_assert(devices_name_selected("sdb", inc, 2, exc, 1));
+	ck_assert(!devices_name_selected("sda", inc, 2, exc, 1));
 	ck_assert(!devices_name_selected("sda1", inc, 2, exc, 1));
+	ck_assert(devices_name_selected("nvme0n1", inc, 2, exc, 1));
 	ck_assert(devices_name_selected("nvme0n1", inc, 2, NULL, 0));
 	ck_assert(!devices_name_selected("loop0", inc, 2, NULL, 0));
 	ck_assert(devices_name_selected("loop0", NULL, 0, NULL, 0));
+	ck_assert(!devices_name_selected("loop12", NULL, 0, loops, 1));
+	ck_assert(devices_name_selected("dm-0", NULL, 0, loops, 1));
 	ck_assert(!devices_name_selected("ram0", NULL, 0, (char *[]){ "ram*" }, 1));
+	ck_assert(!devices_name_selected("sdb", (char *[]){ "sd?" }, 1, (char *[]){ "*" }, 1));
+	ck_assert(!devices_name_selected("sdb", (char *[]){ "sda" }, 1, NULL, 0));
+}
+END_TEST
+
+START_TEST(test_kdev)
+{
+	ck_assert(devices_from_kdev((8u << 20) | 16) == makedev(8, 16));
+	ck_assert(devices_from_kdev((259u << 20) | 0xfffff) == makedev(259, 0xfffff));
+	ck_assert(devices_from_kdev(0) == makedev(0, 0));
+}
+END_TEST
+
+/* LVM-based OSD 3: block -> /dev/ceph-vg/osd-block -> dm-0 over sdb and sdc;
+ * its block.db on partition sda1. */
+static void ceph_osd3(void)
+{
+	node("dm-0", 253, 0);
+	node("sda1", 8, 1);
+	sym("dev/ceph-vg/osd-block-1234", "dev/dm-0");
+	sym("ceph/ceph-3/block", "dev/ceph-vg/osd-block-1234");
+	sym("ceph/ceph-3/block.db", "dev/sda1");
+	put("ceph/ceph-3/type", "bluestore\n");
+}
+
+START_TEST(test_ceph_labels)
+{
+	struct devices *d;
+
+	ceph_osd3();
+	d = open_devs("ceph");
+	ck_assert_int_eq(get(d, 253, 0)->osd_id, 3);
+	ck_assert_str_eq(get(d, 253, 0)->osd_role, "block");
+	ck_assert_int_eq(get(d, 8, 16)->osd_id, 3);           /* dm slaves */
+	ck_assert_str_eq(get(d, 8, 16)->osd_role, "block");
+	ck_assert_int_eq(get(d, 8, 32)->osd_id, 3);
+	ck_assert_str_eq(get(d, 8, 32)->osd_role, "block");
+	ck_assert_int_eq(get(d, 8, 1)->osd_id, 3);            /* partition */
+	ck_assert_str_eq(get(d, 8, 1)->osd_role, "block.db");
+	ck_assert_int_eq(get(d, 8, 0)->osd_id, 3);            /* and its disk */
+	ck_assert_str_eq(get(d, 8, 0)->osd_role, "block.db");
+	ck_assert_int_eq(get(d, 8, 2)->osd_id, -1);
+	ck_assert_int_eq(get(d, 7, 0)->osd_id, -1);
+	ck_assert_str_eq(get(d, 7, 0)->osd_role, "");
+
+	/* labels follow the symlinks at every scan */
+	rm("ceph/ceph-3/block.db");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_int_eq(get(d, 8, 1)->osd_id, -1);
+	ck_assert_int_eq(get(d, 8, 0)->osd_id, -1);
+	ck_assert_int_eq(get(d, 8, 16)->osd_id, 3);
+	devices_free(d);
+}
+END_TEST
+
+START_TEST(test_ceph_whoami)
+{
+	struct devices *d;
+
+	node("loop0", 7, 0);
+	node("sdb", 8, 16);
+	sym("ceph/ceph-12/block.wal", "dev/loop0");
+	put("ceph/ceph-12/whoami", "7\n");                    /* wins over the name */
+	sym("ceph/ceph-x/block", "dev/sdb");
+	put("ceph/ceph-x/whoami", "5\n");                     /* no id in the name */
+	sym("ceph/ceph-abc/block", "dev/sdb");                /* no id at all: skipped */
+	put("ceph/ceph-9/whoami", "x9\n");                    /* bad whoami: the name's id */
+	sym("ceph/ceph-9/block.db", "dev/loop0");
+	d = open_devs("ceph");
+	ck_assert_int_eq(get(d, 7, 0)->osd_id, 7);
+	ck_assert_str_eq(get(d, 7, 0)->osd_role, "block.wal");  /* lower id of two direct */
+	ck_assert_int_eq(get(d, 8, 16)->osd_id, 5);
+	ck_assert_str_eq(get(d, 8, 16)->osd_role, "block");
+	devices_free(d);
+}
+END_TEST
+
+START_TEST(test_ceph_missing_or_broken)
+{
+	struct devices *d = open_devs("no-such-ceph-dir");
+
+	ck_assert_int_eq(get(d, 253, 0)->osd_id, -1);
+	devices_free(d);
+
+	put("ceph/ceph-1/block", "not a device\n");
+	sym("ceph/ceph-2/block", "dev/nothing-here");
+	node("unknown", 99, 9);                               /* not in sysfs */
+	sym("ceph/ceph-4/block", "dev/unknown");
+	put("ceph/stray-file", "x\n");
+	d = open_devs("ceph");
+	ck_assert_uint_eq(devices_count(d), 8);
+	ck_assert_int_eq(get(d, 253, 0)->osd_id, -1);
+	ck_assert_int_eq(get(d, 8, 0)->osd_id, -1);
+	devices_free(d);
+}
+END_TEST
+
+/* Two OSDs' block.db on partitions of one disk: the disk has no single OSD. */
+START_TEST(test_ceph_shared_disk)
+{
+	struct devices *d;
+
+	node("sda1", 8, 1);
+	node("sda2", 8, 2);
+	sym("ceph/ceph-1/block.db", "dev/sda1");
+	sym("ceph/ceph-2/block.db", "dev/sda2");
+	d = open_devs("ceph");
+	ck_assert_int_eq(get(d, 8, 1)->osd_id, 1);
+	ck_assert_int_eq(get(d, 8, 2)->osd_id, 2);
+	ck_assert_int_eq(get(d, 8, 0)->osd_id, -1);
+	ck_assert_str_eq(get(d, 8, 0)->osd_role, "");
+	rm("ceph/ceph-2/block.db");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_int_eq(get(d, 8, 0)->osd_id, 1);
+	ck_assert_str_eq(get(d, 8, 0)->osd_role, "block.db");
+	devices_free(d);
 }
 END_TEST
 
 int main(void)
 {
 	Suite *s = suite_create("devices");
-	TCase *tc = tcase_create("core");
+	TCase *tc = tcase_create("sysfs");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_names_and_attributes);
-	tcase_add_test(tc, test_hotplug);
-	tcase_add_test(tc, test_ceph_labels);
+	tcase_add_test(tc, test_names_and_order);
+	tcase_add_test(tc, test_partitions);
+	tcase_add_test(tc, test_present);
+	tcase_add_test(tc, test_models);
+	tcase_add_test(tc, test_dm_and_rotational);
+	tcase_add_test(tc, test_device_vanishes);
+	tcase_add_test(tc, test_loop_detach_and_attach);
+	tcase_add_test(tc, test_device_appears);
+	tcase_add_test(tc, test_dm_replaced);
+	tcase_add_test(tc, test_bad_attributes);
 	tcase_add_test(tc, test_missing_root);
 	tcase_add_test(tc, test_globs);
+	tcase_add_test(tc, test_kdev);
 	suite_add_tcase(s, tc);
+
+	/* the OSD symlinks must resolve to block device nodes, which only root can make */
+	if (geteuid() == 0) {
+		TCase *ceph = tcase_create("ceph");
+
+		tcase_add_checked_fixture(ceph, setup, teardown);
+		tcase_add_test(ceph, test_ceph_labels);
+		tcase_add_test(ceph, test_ceph_whoami);
+		tcase_add_test(ceph, test_ceph_missing_or_broken);
+		tcase_add_test(ceph, test_ceph_shared_disk);
+		suite_add_tcase(s, ceph);
+	} else {
+		fprintf(stderr, "test_devices: not root, Ceph label tests not run\n");
+	}
 	return run_suite(s);
 }

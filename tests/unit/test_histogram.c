@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,57 @@ START_TEST(test_sparse_equals_dense)
 }
 END_TEST
 
+/* Every line of the shared vector file, which other implementations check too. */
+START_TEST(test_shared_vectors)
+{
+	FILE *f = fopen(TEST_SRCDIR "/tests/vectors/hist_vectors.txt", "r");
+	static uint64_t vcounts[IOP_HIST_NBUCKETS_MAX];
+	struct iop_hist_view h = { 0 };
+	char line[65536];
+	unsigned int nidx = 0, npct = 0;
+
+	ck_assert_msg(f != NULL, "cannot open the vector file");
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v, lo, hi, mid, want;
+		unsigned int k, b;
+		double q;
+
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "index %u %llu %u %llu %llu %llu", &k, &v, &b, &lo, &hi, &mid) == 6) {
+			ck_assert_uint_eq(iop_hist_index(v, k), b);
+			ck_assert_uint_eq(iop_hist_lower(b, k), lo);
+			ck_assert_uint_eq(iop_hist_upper(b, k), hi);
+			ck_assert_uint_eq(hist_bucket_mid(b, k), mid);
+			nidx++;
+		} else if (!strncmp(line, "samples ", 8)) {
+			char *p = line + 8, *end;
+
+			k = (unsigned int)strtoul(p, &end, 10);
+			memset(vcounts, 0, sizeof(vcounts));
+			h = (struct iop_hist_view){ k, IOP_HIST_NBUCKETS(k), vcounts, 0, NULL, NULL };
+			for (p = end; *p && *p != '\n'; p = end) {
+				v = strtoull(p, &end, 10);
+				if (end == p)
+					break;
+				vcounts[iop_hist_index(v, k)]++;
+			}
+		} else if (sscanf(line, "percentile %lf %llu", &q, &want) == 2) {
+			uint64_t got;
+
+			ck_assert_int_eq(hist_percentile(&h, q, &got), 0);
+			ck_assert_msg(got == want, "q=%g got %llu want %llu", q, (unsigned long long)got, want);
+			npct++;
+		} else {
+			ck_abort_msg("unparsed vector line: %s", line);
+		}
+	}
+	fclose(f);
+	ck_assert_uint_gt(nidx, 500);
+	ck_assert_uint_gt(npct, 40);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("histogram");
@@ -199,6 +251,7 @@ int main(void)
 	tcase_add_test(tc, test_small_exact);
 	tcase_add_test(tc, test_empty_and_bad_q);
 	tcase_add_test(tc, test_sparse_equals_dense);
+	tcase_add_test(tc, test_shared_vectors);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
