@@ -18,8 +18,9 @@
 /*
  * Scans between full re-reads of every attribute. In between, a device still listed under
  * the same name, dev_t and sysfs directory inode (kernfs gives a re-created device a new one)
- * keeps its attributes and only its size is re-read. Any device appearing, vanishing or being
- * re-created makes the scan a full one, since it can change others' holders and slaves.
+ * keeps its attributes; only its size (and a loop device's backing file) is re-read, and all
+ * of it if its presence changed. Any device appearing, vanishing or being re-created makes
+ * the scan a full one, since that can change other devices' holders and slaves.
  */
 #define FULL_SCAN_EVERY 30
 #define LABEL_DEPTH_MAX 8
@@ -34,7 +35,6 @@ struct entry {
 	struct iop_device info;   /* first: devices_at() hands out &entry.info */
 	ino_t ino;                /* inode of the device's sysfs directory */
 	bool listed;              /* in class/block at the last scan */
-	bool full;                /* internal to a scan: read every attribute */
 	enum label_prio label;
 	bool label_shared;        /* stacked under devices of different OSDs: no label */
 };
@@ -311,10 +311,16 @@ static void set_label(struct entry *e, int id, const char *role)
 	snprintf(e->info.osd_role, sizeof(e->info.osd_role), "%s", role);
 }
 
+/* Of two labels for one device, the lower id wins, then the role first in sort order. */
+static bool label_better(const struct iop_device *x, int id, const char *role)
+{
+	return id < x->osd_id || (id == x->osd_id && strcmp(role, x->osd_role) < 0);
+}
+
 /*
  * A device the OSD's symlink points at carries its label; devices under it (a dm device's
  * slaves, a partition's disk) carry it too unless they sit under devices of two OSDs.
- * Two direct labels on one device (a misconfiguration): the lower OSD id wins.
+ * Two direct labels on one device (a misconfiguration): label_better decides.
  */
 static void label(struct devices *d, struct entry *e, int id, const char *role,
 		  enum label_prio prio, int depth)
@@ -327,10 +333,10 @@ static void label(struct devices *d, struct entry *e, int id, const char *role,
 		e->label = prio;
 		e->label_shared = false;
 		set_label(e, id, role);
-	} else if (prio == LABEL_DIRECT) {
-		if (id < e->info.osd_id)
+	} else if (prio == LABEL_DIRECT || id == e->info.osd_id) {
+		if (!e->label_shared && label_better(&e->info, id, role))
 			set_label(e, id, role);
-	} else if (!e->label_shared && id != e->info.osd_id) {
+	} else if (!e->label_shared) {
 		e->label_shared = true;
 		set_label(e, -1, "");
 	}
@@ -444,14 +450,14 @@ int devices_scan(struct devices *d)
 		if (probe(classdir, de->d_name, &v[n]))
 			continue;
 		old = find(d->v, d->n, v[n].info.dev);
+		v[n].info.was_present = old && old->info.present;
 		if (!old || !old->listed || old->ino != v[n].ino ||
 		    strcmp(old->info.name, v[n].info.name))
 			full = true;   /* appeared or re-created */
-		else
-			v[n].info.was_present = old->info.present;
 		n++;
 	}
-	qsort(v, n, sizeof(*v), cmp_entry);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_entry);
 	n = nlisted = dedup(v, n);
 
 	/* Listed at the last scan but not now: kept once, not present, then dropped. */
@@ -487,17 +493,18 @@ int devices_scan(struct devices *d)
 			x->osd_id = -1;
 			x->osd_role[0] = '\0';
 			/* a loop device can be detached and re-attached to another file in between */
-			if (!strncmp(x->name, "loop", 4) && !x->is_partition) {
+			if (x->present && !strncmp(x->name, "loop", 4) && !x->is_partition) {
 				char dir[PATH_MAX];
 
 				if (join(dir, sizeof(dir), classdir, x->name))
-					read_model(dir, x->model, sizeof(x->model));
+					read_attr(dir, "loop/backing_file", x->model, sizeof(x->model));
 			}
 		} else {
 			read_full(classdir, &v[i]);
 		}
 	}
-	qsort(v, n, sizeof(*v), cmp_entry);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_entry);
 
 	free(d->v);
 	d->v = v;

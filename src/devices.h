@@ -56,7 +56,7 @@ struct devices *devices_free(struct devices *d);
  *    last attributes, so its last interval can still be named; it is dropped at the next
  *    scan unless it is listed again.
  * Entries are sorted by dev. Attributes other than size are re-read when a device appears,
- * is re-created, changes presence, or any device comes or goes, and every 30th scan anyway.
+ * is re-created, changes presence, or any device comes or goes, and at least every 30th scan.
  */
 int devices_scan(struct devices *d);
 

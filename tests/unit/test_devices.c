@@ -17,7 +17,8 @@
 #define SCSI2 "devices/pci0000:00/0000:00:05.0/virtio2/host1/target1:0:0/1:0:0:0/block"
 #define VIRT "devices/virtual/block"
 
-static char root[PATH_MAX];
+static char base[64];         /* made by main, so that it is removed even after a failure */
+static char root[PATH_MAX];   /* one per test, in base */
 
 /* root/rel into buf */
 static const char *at(char *buf, size_t len, const char *rel)
@@ -108,6 +109,11 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 	return remove(p);
 }
 
+static void remove_tree(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /*
  * sda (rotational, model with trailing blanks) with partitions sda1 and sda2; sdb and sdc
  * under dm-0 "vg0-data"; loop0 attached to a file, loop1 detached (size 0). Plus entries
@@ -115,7 +121,7 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
  */
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "/tmp/iopulse-devtest-XXXXXX");
+	snprintf(root, sizeof(root), "%s/test-XXXXXX", base);
 	ck_assert_ptr_nonnull(mkdtemp(root));
 
 	blockdev(SCSI, "sda", "8:0\n", "2097152\n");
@@ -150,9 +156,10 @@ static void setup(void)
 		 "250:0\n", "100\n");
 }
 
+/* A failed check ends a forked test at once, without its teardown: main removes base. */
 static void teardown(void)
 {
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(root);
 }
 
 static struct devices *open_devs(const char *ceph_rel)
@@ -331,25 +338,100 @@ START_TEST(test_device_appears)
 }
 END_TEST
 
-/* A dm device replaced by another between scans: the disks' holders follow. */
-START_TEST(test_dm_replaced)
+/* Scans past the first one, which reads everything. */
+static struct devices *open_settled(void)
 {
 	struct devices *d = open_devs(NULL);
-	int i;
 
-	for (i = 0; i < 3; i++)        /* past the first, full scan */
-		ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_int_eq(devices_scan(d), 8);
+	return d;
+}
+
+/* A dm device removed: the disks under it lose it from their holders at once. */
+START_TEST(test_dm_removed)
+{
+	struct devices *d = open_settled();
+
 	rm("sys/class/block/dm-0");
 	rm("sys/" SCSI2 "/sdb/holders/dm-0");
+	rm("sys/" SCSI2 "/sdc/holders/dm-0");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert(!get(d, 253, 0)->present);
+	ck_assert_str_eq(get(d, 253, 0)->dm_name, "vg0-data");  /* last attributes kept */
+	ck_assert_str_eq(get(d, 8, 16)->holders, "");
+	ck_assert_str_eq(get(d, 8, 32)->holders, "");
+	devices_free(d);
+}
+END_TEST
+
+/* A dm device added on a disk already known: the disk's holders follow at once. */
+START_TEST(test_dm_added)
+{
+	struct devices *d = open_settled();
+
 	blockdev(VIRT, "dm-1", "253:1\n", "4096\n");
 	put("sys/" VIRT "/dm-1/dm/name", "vg1-new\n");
 	sym("sys/" VIRT "/dm-1/slaves/sdb", "sys/" SCSI2 "/sdb");
 	sym("sys/" SCSI2 "/sdb/holders/dm-1", "sys/" VIRT "/dm-1");
 	ck_assert_int_eq(devices_scan(d), 9);
-	ck_assert_str_eq(get(d, 8, 16)->holders, "dm-1");
+	ck_assert_str_eq(get(d, 8, 16)->holders, "dm-0,dm-1");
 	ck_assert_str_eq(get(d, 253, 1)->dm_name, "vg1-new");
 	ck_assert_str_eq(get(d, 253, 1)->slaves, "sdb");
-	ck_assert(!get(d, 253, 0)->present);
+	devices_free(d);
+}
+END_TEST
+
+/* dm-0 removed and another dm-0 created between two scans: same name and dev_t, new
+ * sysfs directory. */
+START_TEST(test_dm_recreated)
+{
+	struct devices *d = open_settled();
+	char from[PATH_MAX], to[PATH_MAX];
+
+	/* renamed, not removed, so that the new directory cannot reuse the old inode */
+	ck_assert_int_eq(rename(at(from, sizeof(from), "sys/" VIRT "/dm-0"),
+				at(to, sizeof(to), "sys/" VIRT "/dm-0.old")), 0);
+	put("sys/" VIRT "/dm-0/dev", "253:0\n");
+	put("sys/" VIRT "/dm-0/size", "8192\n");
+	put("sys/" VIRT "/dm-0/dm/name", "vg0-other\n");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_str_eq(get(d, 253, 0)->dm_name, "vg0-other");
+	ck_assert_str_eq(get(d, 253, 0)->slaves, "");
+	devices_free(d);
+}
+END_TEST
+
+/* A disk without media (size 0) gets some: everything is read again. */
+START_TEST(test_media_inserted)
+{
+	struct devices *d;
+
+	put("sys/" SCSI2 "/sdc/size", "0\n");
+	d = open_settled();
+	ck_assert(!get(d, 8, 32)->present);
+	put("sys/" SCSI2 "/sdc/size", "4096\n");
+	put("sys/" SCSI2 "/sdc/device/model", "CARD\n");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert(get(d, 8, 32)->present);
+	ck_assert_str_eq(get(d, 8, 32)->model, "CARD");
+	devices_free(d);
+}
+END_TEST
+
+/* What changes without a device coming or going is picked up at the next of every 30th scan. */
+START_TEST(test_periodic_full_scan)
+{
+	struct devices *d = open_devs(NULL);
+	int i;
+
+	put("sys/" SCSI2 "/sdb/device/model", "RENAMED\n");
+	for (i = 2; i <= 30; i++) {        /* devices_new made scan 1 */
+		ck_assert_int_eq(devices_scan(d), 8);
+		ck_assert_str_eq(get(d, 8, 16)->model, "FAST SSD");
+	}
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_str_eq(get(d, 8, 16)->model, "RENAMED");
 	devices_free(d);
 }
 END_TEST
@@ -470,10 +552,15 @@ START_TEST(test_ceph_whoami)
 	put("ceph/ceph-9/whoami", "x9\n");                    /* bad whoami: the name's id */
 	sym("ceph/ceph-9/block.db", "dev/loop0");
 	d = open_devs("ceph");
-	ck_assert_int_eq(get(d, 7, 0)->osd_id, 7);
-	ck_assert_str_eq(get(d, 7, 0)->osd_role, "block.wal");  /* lower id of two direct */
 	ck_assert_int_eq(get(d, 8, 16)->osd_id, 5);
 	ck_assert_str_eq(get(d, 8, 16)->osd_role, "block");
+	/* two OSDs name loop0 directly: the lower id wins, whichever is read first */
+	ck_assert_int_eq(get(d, 7, 0)->osd_id, 7);
+	ck_assert_str_eq(get(d, 7, 0)->osd_role, "block.wal");
+	put("ceph/ceph-12/whoami", "10\n");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_int_eq(get(d, 7, 0)->osd_id, 9);
+	ck_assert_str_eq(get(d, 7, 0)->osd_role, "block.db");
 	devices_free(d);
 }
 END_TEST
@@ -516,6 +603,13 @@ START_TEST(test_ceph_shared_disk)
 	ck_assert_int_eq(devices_scan(d), 8);
 	ck_assert_int_eq(get(d, 8, 0)->osd_id, 1);
 	ck_assert_str_eq(get(d, 8, 0)->osd_role, "block.db");
+	/* one OSD's block and block.db on one disk: the disk is that OSD's, role "block" */
+	sym("ceph/ceph-1/block", "dev/sda2");
+	ck_assert_int_eq(devices_scan(d), 8);
+	ck_assert_int_eq(get(d, 8, 0)->osd_id, 1);
+	ck_assert_str_eq(get(d, 8, 0)->osd_role, "block");
+	ck_assert_str_eq(get(d, 8, 2)->osd_role, "block");
+	ck_assert_str_eq(get(d, 8, 1)->osd_role, "block.db");
 	devices_free(d);
 }
 END_TEST
@@ -524,6 +618,13 @@ int main(void)
 {
 	Suite *s = suite_create("devices");
 	TCase *tc = tcase_create("sysfs");
+	int r;
+
+	snprintf(base, sizeof(base), "/tmp/iopulse-devtest-XXXXXX");
+	if (!mkdtemp(base)) {
+		perror("test_devices: mkdtemp");
+		return EXIT_FAILURE;
+	}
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_names_and_order);
@@ -534,7 +635,11 @@ int main(void)
 	tcase_add_test(tc, test_device_vanishes);
 	tcase_add_test(tc, test_loop_detach_and_attach);
 	tcase_add_test(tc, test_device_appears);
-	tcase_add_test(tc, test_dm_replaced);
+	tcase_add_test(tc, test_dm_removed);
+	tcase_add_test(tc, test_dm_added);
+	tcase_add_test(tc, test_dm_recreated);
+	tcase_add_test(tc, test_media_inserted);
+	tcase_add_test(tc, test_periodic_full_scan);
 	tcase_add_test(tc, test_bad_attributes);
 	tcase_add_test(tc, test_missing_root);
 	tcase_add_test(tc, test_globs);
@@ -554,5 +659,7 @@ int main(void)
 	} else {
 		fprintf(stderr, "test_devices: not root, Ceph label tests not run\n");
 	}
-	return run_suite(s);
+	r = run_suite(s);
+	remove_tree(base);
+	return r;
 }
