@@ -2,6 +2,7 @@
 #include "histogram.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -49,10 +50,21 @@ uint64_t hist_bucket_mid(unsigned int idx, unsigned int k)
 	return lo + (hi - lo) / 2;
 }
 
+/*
+ * ceil(q/100 * count), at least 1. q/100 * count is a product of two inexact doubles: 99.9% of
+ * 1000 comes out as 999.0000000000001, whose ceiling would be rank 1000. A product within a few
+ * ulps (8 * DBL_EPSILON relative) of a whole number is taken as that number, so decimal
+ * percentiles get the rank they name. Other implementations must apply the same rule
+ * (tests/vectors/hist_vectors.txt has cases for it).
+ */
 static uint64_t rank_of(double q, uint64_t count)
 {
-	double r = ceil(q / 100.0 * (double)count);
+	double r = q / 100.0 * (double)count, whole = nearbyint(r);
 
+	if (fabs(r - whole) <= 8 * DBL_EPSILON * fmax(1.0, r))
+		r = whole;
+	else
+		r = ceil(r);
 	if (r < 1)
 		r = 1;
 	if (r > (double)count)

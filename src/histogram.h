@@ -26,7 +26,8 @@ uint64_t hist_count(const struct iop_hist_view *h);
 
 /*
  * q-th percentile (0 < q <= 100): the midpoint of the bucket holding the value of rank
- * ceil(q/100 * count). Relative error at most 2^-(k+1) for values >= 2^k, exact below.
+ * ceil(q/100 * count), where a product within 8 DBL_EPSILON (relative) of a whole number
+ * counts as that number (so 99.9% of 1000 is rank 999, not 1000). Relative error at most 2^-(k+1) for values >= 2^k, exact below.
  * Returns 0 and *out, or -ENODATA for an empty histogram, -EINVAL for a bad q.
  */
 int hist_percentile(const struct iop_hist_view *h, double q, uint64_t *out);

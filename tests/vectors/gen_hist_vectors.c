@@ -6,8 +6,11 @@
 #include "hist_math.h"
 #include "histogram.h"
 
+#define MAX_SAMPLES 2000
+
 static unsigned long long state = 0x2545F4914F6CDD1DULL;
 
+/* xorshift64*; callers take one value per statement so the sequence is the same everywhere */
 static unsigned long long rng(void)
 {
 	state ^= state >> 12;
@@ -16,71 +19,130 @@ static unsigned long long rng(void)
 	return state * 2685821657736338717ULL;
 }
 
-static void index_lines(unsigned int k)
+static void index_line(unsigned int k, unsigned long long v)
 {
-	unsigned int p, i;
+	unsigned int b = iop_hist_index(v, k);
 
-	for (p = 0; p <= IOP_HIST_RANGE_BITS; p++) {
-		unsigned long long v = 1ULL << p, cand[3] = { v - 1, v, v + 1 };
-
-		for (i = 0; i < 3; i++) {
-			unsigned int b = iop_hist_index(cand[i], k);
-
-			printf("index %u %llu %u %llu %llu %llu\n", k, cand[i], b, iop_hist_lower(b, k),
-			       iop_hist_upper(b, k), (unsigned long long)hist_bucket_mid(b, k));
-		}
-	}
-	for (i = 0; i < 40; i++) {
-		unsigned long long v = rng() >> (64 - 1 - rng() % IOP_HIST_RANGE_BITS);
-		unsigned int b = iop_hist_index(v, k);
-
-		printf("index %u %llu %u %llu %llu %llu\n", k, v, b, iop_hist_lower(b, k),
-		       iop_hist_upper(b, k), (unsigned long long)hist_bucket_mid(b, k));
-	}
-	printf("index %u %llu %u %llu %llu %llu\n", k, ~0ULL, iop_hist_index(~0ULL, k),
-	       iop_hist_lower(iop_hist_index(~0ULL, k), k), iop_hist_upper(iop_hist_index(~0ULL, k), k),
-	       (unsigned long long)hist_bucket_mid(iop_hist_index(~0ULL, k), k));
+	printf("index %u %llu %u %llu %llu %llu\n", k, v, b, iop_hist_lower(b, k),
+	       iop_hist_upper(b, k), (unsigned long long)hist_bucket_mid(b, k));
 }
 
-static void percentile_lines(unsigned int k, unsigned int n)
+static void index_lines(unsigned int k)
 {
-	static const double qs[] = { 0.1, 1, 25, 50, 75, 90, 99, 99.9, 100 };
+	unsigned int p, i, nb = IOP_HIST_NBUCKETS(k);
+
+	index_line(k, 0);
+	for (p = 0; p <= IOP_HIST_RANGE_BITS; p++) {         /* 2^p - 1, 2^p, 2^p + 1 */
+		unsigned long long v = 1ULL << p;
+
+		if (v > 1)
+			index_line(k, v - 1);
+		index_line(k, v);
+		index_line(k, v + 1);
+	}
+	for (i = 0; i < 8; i++) {                            /* bounds of a few bucket groups */
+		unsigned int b = (i * 37 + 3) % nb;
+
+		index_line(k, iop_hist_lower(b, k));
+		index_line(k, iop_hist_upper(b, k));
+	}
+	for (i = 0; i < 40; i++) {                           /* random values of random magnitude */
+		unsigned int bits = 1 + (unsigned int)(rng() % IOP_HIST_RANGE_BITS);
+		unsigned long long v = rng() >> (64 - bits);
+
+		index_line(k, v);
+	}
+	index_line(k, 1ULL << 50);
+	index_line(k, ~0ULL);
+}
+
+static void sample_set(unsigned int k, const unsigned long long *v, unsigned int n)
+{
+	static const double qs[] = { 0.1, 1, 10, 25, 33.3, 50, 66.6, 75, 90, 99, 99.5, 99.9, 99.99,
+				     100 };
 	uint64_t *counts = calloc(IOP_HIST_NBUCKETS(k), sizeof(uint64_t));
-	struct iop_hist_view h = { k, IOP_HIST_NBUCKETS(k), counts, 0, NULL, NULL };
+	struct iop_hist_view h = { .k = k, .nbuckets = IOP_HIST_NBUCKETS(k), .counts = counts };
 	unsigned int i;
 
+	if (!counts)
+		exit(1);
 	printf("samples %u", k);
 	for (i = 0; i < n; i++) {
-		unsigned long long v = 100 + rng() % (1ULL << (8 + rng() % 20));
-
-		counts[iop_hist_index(v, k)]++;
-		printf(" %llu", v);
+		counts[iop_hist_index(v[i], k)]++;
+		printf(" %llu", v[i]);
 	}
 	printf("\n");
 	for (i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
 		uint64_t out;
 
 		if (hist_percentile(&h, qs[i], &out) == 0)
-			printf("percentile %g %llu\n", qs[i], (unsigned long long)out);
+			printf("percentile %u %g %llu\n", k, qs[i], (unsigned long long)out);
 	}
 	free(counts);
+}
+
+static void sample_sets(unsigned int k)
+{
+	static unsigned long long v[MAX_SAMPLES];
+	unsigned int i;
+
+	for (i = 0; i < 200; i++) {                          /* random, 100 .. 2^27 */
+		unsigned int bits = 8 + (unsigned int)(rng() % 20);
+
+		v[i] = 100 + rng() % (1ULL << bits);
+	}
+	sample_set(k, v, 200);
+	/*
+	 * 999 values and one outlier: p99.9 is rank 999, not 1000, although 99.9/100*1000 is
+	 * 999.0000000000001 in doubles (99.9% of the 2000 below is 1998.0000000000002).
+	 */
+	for (i = 0; i < 999; i++)
+		v[i] = 1000 + i;
+	v[999] = 1000000000;
+	sample_set(k, v, 1000);
+	for (i = 0; i < 2000; i++)
+		v[i] = (i % 2) ? 5000 + 3 * i : 40 + i;
+	sample_set(k, v, 2000);
+	for (i = 0; i < 50; i++)                             /* constant */
+		v[i] = 777;
+	sample_set(k, v, 50);
+	v[0] = 123456789;                                    /* single sample */
+	sample_set(k, v, 1);
+	v[0] = 10;                                           /* two points */
+	v[1] = 10;
+	v[2] = 5000000;
+	v[3] = 5000000;
+	sample_set(k, v, 4);
+	for (i = 0; i < 20; i++)                             /* exact small values and clamped ones */
+		v[i] = (i < 16) ? i : (1ULL << IOP_HIST_RANGE_BITS) + i;
+	sample_set(k, v, 20);
 }
 
 int main(void)
 {
 	unsigned int k;
 
-	printf("# iopulse histogram test vectors (generated by tests/vectors/gen_hist_vectors.c;\n"
-	       "# every implementation of the bucket math must reproduce every line).\n"
-	       "# index K VALUE BUCKET LOWER UPPER MID   value -> bucket at precision K, its bounds\n"
-	       "#                                        and the midpoint reported for it\n"
-	       "# samples K V1 V2 ...                     a sample set, recorded at precision K\n"
-	       "# percentile Q EXPECTED                  for the last sample set: the midpoint of the\n"
-	       "#                                        bucket holding the ceil(Q/100*n)-th value\n"
-	       "# range: values >= 2^%d go to the last bucket\n", IOP_HIST_RANGE_BITS);
+	printf("# iopulse histogram test vectors, generated by tests/vectors/gen_hist_vectors.c\n"
+	       "# (build/gen_hist_vectors > tests/vectors/hist_vectors.txt). Every implementation\n"
+	       "# of the bucket math (src/hist_math.h, src/histogram.c) must reproduce every line.\n"
+	       "# Fields are separated by single spaces; numbers are decimal; '#' starts a comment.\n"
+	       "#\n"
+	       "# index K VALUE BUCKET LOWER UPPER MID\n"
+	       "#     VALUE falls into bucket BUCKET at precision K; LOWER..UPPER are that bucket's\n"
+	       "#     bounds and MID = LOWER + (UPPER - LOWER) / 2 (integer division) is the value\n"
+	       "#     reported for it. Values >= 2^%d go to the last bucket.\n"
+	       "# samples K V1 V2 ...\n"
+	       "#     a sample set, recorded into a fresh histogram of precision K\n"
+	       "# percentile K Q EXPECTED\n"
+	       "#     for the last sample set (of n values): MID of the bucket holding the value of\n"
+	       "#     rank r = ceil(Q/100 * n), 1 <= r <= n, where r is computed in IEEE doubles as\n"
+	       "#     x = Q / 100.0 * n; if |x - round(x)| <= 8 * DBL_EPSILON * max(1, x) then\n"
+	       "#     r = round(x), else r = ceil(x). (99.9/100*1000 is 999.0000000000001: rank 999.)\n",
+	       IOP_HIST_RANGE_BITS);
 	for (k = IOP_HIST_K_MIN; k <= IOP_HIST_K_MAX; k++) {
+		printf("# precision %u\n", k);
 		index_lines(k);
-		percentile_lines(k, 200);
+		sample_sets(k);
 	}
 	return 0;
 }
