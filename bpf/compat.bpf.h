@@ -25,10 +25,6 @@ struct request___pre517 {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
 
-struct request_queue___pre515 {
-	int dummy;
-} __attribute__((preserve_access_index));
-
 #define IOP_REQ_OP_BITS 8
 #define IOP_REQ_OP_MASK ((1U << IOP_REQ_OP_BITS) - 1)
 

@@ -8,7 +8,6 @@
 #include "iopulse.h"
 #include "hist_math.h"
 #include "compat.bpf.h"
-#include "maps.bpf.h"
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
@@ -194,18 +193,6 @@ struct rq_view {
 	u32 rq_flags;
 	u32 data_len;
 };
-
-/*
- * The verifier forbids arithmetic on trusted BTF pointers (and partial reads of spilled
- * ones), so the address used as a record key is copied out of the memory that holds it.
- */
-static __always_inline u64 ptr_at(const void *where)
-{
-	u64 v = 0;
-
-	bpf_probe_read_kernel(&v, sizeof(v), where);
-	return v;
-}
 
 /* tp_btf: the request is a trusted BTF pointer, so plain loads (CO-RE relocated) are enough. */
 static __always_inline void rq_read_btf(struct request *rq, u64 rq_addr, struct rq_view *v)

@@ -117,14 +117,12 @@ struct iop_sync_val {
 	unsigned long long last_ns;      /* completion time of the latest call */
 };
 
-/* dev_cache entry: kdev -> slot; slot1 = slot + 1, 0 while invalid. Cleared by the daemon
+/* dev_cache entry: kdev -> slot1 = slot + 1, 0 while invalid. Cleared by the daemon
  * before it hands a slot back. */
 #define IOP_DEV_CACHE 256
 struct iop_dev_cache {
 	unsigned int kdev;
-	unsigned int slot0;
 	unsigned int slot1;
-	unsigned int pad;
 };
 
 #define IOP_MAX_DEVICES_DEFAULT 64

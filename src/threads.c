@@ -45,7 +45,6 @@ struct threads {
 int threads_new(struct threads **out, struct probes *p, struct devices *d)
 {
 	struct threads *t = calloc(1, sizeof(*t));
-	size_t want = 2ul * 1024 * 1024;
 
 	if (!t)
 		return -ENOMEM;
@@ -53,8 +52,7 @@ int threads_new(struct threads **out, struct probes *p, struct devices *d)
 	t->devices = d;
 	t->k = probes_hist_k(p);
 	t->nb = probes_hist_nb(p);
-	for (t->cap = 64; t->cap < want && t->cap < 4096; t->cap <<= 1)
-		;
+	t->cap = 4096;   /* power of two; grows when more threads are live */
 	t->tab = calloc(t->cap, sizeof(*t->tab));
 	t->vsize = probes_sync_value_size(p);
 	t->vals = malloc(64 * t->vsize);
