@@ -40,6 +40,8 @@ enum iop_cnt_id {
 	IOP_C_FUA = 24,           /* completed requests that carried REQ_FUA */
 	IOP_C_REQUEUE = 25,
 	IOP_C_PREV_END = 26,      /* not a counter: end sector of the last dispatch (seek state) */
+	IOP_C_UNSEEN = 27,        /* 27..30: completions the completion tracepoint never reported,
+	                           * counted in IOP_C_IOS/BYTES once found (inflight.c, on_rq_issue) */
 	IOP_C_MAX = 32,           /* padded to a whole cache line pair */
 };
 
@@ -88,6 +90,11 @@ struct iop_rq_rec {
 	unsigned short slot;          /* device slot + 1, 0 if none */
 	unsigned char seek_class;     /* 0 none, 1 seq, 2 fwd, 3 bwd */
 	unsigned char timed;          /* queue/service already recorded */
+	unsigned char grp;            /* enum iop_op of the request */
+	unsigned char requeued;       /* block_rq_requeue seen since the dispatch */
+	unsigned char flush_seq;      /* part of a flush sequence: not counted in diskstats' in_flight */
+	unsigned char pad0;
+	unsigned int pad1;
 };
 
 struct iop_bio_set {

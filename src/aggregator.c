@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "inflight.h"
 #include "log.h"
 #include "sparse.h"
 
@@ -37,6 +38,8 @@ struct aggregator {
 	unsigned int k, nb;
 	uint32_t nslots;
 	struct slot_state *slots;
+	uint32_t *slot_kdev;          /* kernel dev of each assigned slot, 0 if none */
+	struct inflight *inflight;
 	struct sparse_arena arena;
 	struct iop_dev_interval *devs;
 	size_t devs_cap;
@@ -71,7 +74,8 @@ int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 	a->nb = probes_hist_nb(p);
 	a->nslots = probes_max_devices(p);
 	a->slots = calloc(a->nslots, sizeof(*a->slots));
-	if (!a->slots) {
+	a->slot_kdev = calloc(a->nslots, sizeof(*a->slot_kdev));
+	if (!a->slots || !a->slot_kdev || inflight_new(&a->inflight, p, a->nslots, NULL)) {
 		aggregator_free(a);
 		return -ENOMEM;
 	}
@@ -94,6 +98,8 @@ struct aggregator *aggregator_free(struct aggregator *a)
 			free(a->slots[i].hprev[h]);
 	}
 	free(a->slots);
+	free(a->slot_kdev);
+	inflight_free(a->inflight);
 	sparse_release(&a->arena);
 	free(a->devs);
 	free(a->unknown);
@@ -330,11 +336,12 @@ static void prog_stats(struct aggregator *a, struct iop_interval *iv)
 	iv->progs = a->progs;
 }
 
-int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv)
+int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
+		       bool final)
 {
 	const volatile uint64_t *g;
 	uint32_t s;
-	int r, i;
+	int r, i, more;
 
 	memset(iv, 0, sizeof(*iv));
 	iv->start_mono_ns = a->last_mono;
@@ -355,6 +362,19 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	r = probes_for_each_slot(a->probes, note_slot, a);
 	if (r)
 		return r;
+	for (s = 0; s < a->nslots; s++)
+		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;
+	r = inflight_sweep(a->inflight, a->slot_kdev);
+	if (r >= 0 && final) {
+		/* idle devices were stamped just now; a completion seen by BPF takes microseconds */
+		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+		more = inflight_sweep(a->inflight, a->slot_kdev);
+		r = more < 0 ? more : r + more;
+	}
+	if (r < 0)
+		log_warn("cannot check the devices' in-flight counts: %s", strerror(-r));
+	else if (r > 0)
+		log_debug("%d request(s) completed without a completion event; counted now", r);
 	for (s = 0; s < a->nslots; s++) {
 		if (a->slots[s].used && a->slots[s].seen) {
 			r = slot_delta(a, s);

@@ -18,7 +18,10 @@ struct aggregator *aggregator_free(struct aggregator *a);
  * Close the interval that started at the previous call (or at aggregator_new) and fill iv.
  * The devices table is rescanned first; slots of devices that are gone and idle are handed
  * back to the BPF side. iv and everything it points to stay valid until the next call.
+ * final: the last interval before the probes go; IO whose completion was never reported is
+ * looked for once more after a short pause, so that the last interval misses none of it.
  */
-int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv);
+int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
+		       bool final);
 
 #endif

@@ -149,10 +149,11 @@ static int arm_timer(int tfd, uint64_t ms)
 	return timerfd_settime(tfd, 0, &its, NULL) ? -errno : 0;
 }
 
-static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct iop_config *c)
+static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct iop_config *c,
+		bool final)
 {
 	struct iop_interval iv;
-	int r = aggregator_collect(pl->agg, c, &iv);
+	int r = aggregator_collect(pl->agg, c, &iv, final);
 
 	if (r) {
 		log_error("collecting the interval failed: %s", strerror(-r));
@@ -194,7 +195,7 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 		struct pipeline next = { 0 };
 
 		/* flush the old probes' last partial interval, then swap */
-		emit(pl, o, cfg);
+		emit(pl, o, cfg, true);
 		r = pipeline_start(&next, &fresh);
 		if (r) {
 			log_error("reload rejected, the new settings could not be applied; keeping the running config");
@@ -278,7 +279,7 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 					continue;
 				if (end_ms && mono_ms() + 1 >= end_ms)
 					continue;   /* the duration timer closes the last interval */
-				if (emit(&pl, o, cfg))
+				if (emit(&pl, o, cfg, false))
 					goto out;
 			} else if (got[i].data.fd == dfd) {
 				running = false;
@@ -294,7 +295,7 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 			}
 		}
 	}
-	rc = emit(&pl, o, cfg) ? 1 : 0;
+	rc = emit(&pl, o, cfg, true) ? 1 : 0;
 out:
 	pipeline_stop(&pl);
 	log_info("stopped: probes detached");

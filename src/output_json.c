@@ -216,10 +216,12 @@ static void put_device(FILE *f, const struct iop_dev_interval *d, double secs)
 		put_rate(f, ios, secs);
 		fputs(",\"bytes_per_s\":", f);
 		put_rate(f, bytes, secs);
-		fprintf(f, ",\"errors\":%llu,\"untimed\":%llu,\"no_queue_ts\":%llu,",
+		fprintf(f, ",\"errors\":%llu,\"untimed\":%llu,\"no_queue_ts\":%llu,"
+			"\"completion_unseen\":%llu,",
 			(unsigned long long)d->cnt[IOP_C_ERRORS + op],
 			(unsigned long long)d->cnt[IOP_C_UNTIMED + op],
-			(unsigned long long)d->cnt[IOP_C_NOQUEUE + op]);
+			(unsigned long long)d->cnt[IOP_C_NOQUEUE + op],
+			(unsigned long long)d->cnt[IOP_C_UNSEEN + op]);
 		put_hist(f, "queue_wait_ns", &d->hist[IOP_H_QUEUE + op]);
 		fputc(',', f);
 		put_hist(f, "service_ns", &d->hist[IOP_H_SERVICE + op]);

@@ -32,6 +32,9 @@ struct probes {
 	size_t sync_value_size;
 	uint64_t *data;           /* mmap of dev_data */
 	size_t data_len;
+	struct iop_rq_rec *rq_recs;   /* mmap of rq_recs */
+	size_t rq_recs_len;
+	size_t rq_recs_n;
 	int stats_fd;
 };
 
@@ -189,6 +192,14 @@ static int map_data(struct probes *p)
 	if (m == MAP_FAILED)
 		return -errno;
 	p->data = m;
+
+	fd = bpf_map__fd(p->skel->maps.rq_recs);
+	p->rq_recs_n = (size_t)bpf_map__max_entries(p->skel->maps.rq_recs) * IOP_WAYS;
+	p->rq_recs_len = p->rq_recs_n * sizeof(struct iop_rq_rec);
+	m = mmap(NULL, p->rq_recs_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	p->rq_recs = m;
 	return 0;
 }
 
@@ -255,7 +266,7 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 	}
 	r = map_data(p);
 	if (r) {
-		snprintf(err, errlen, "mapping the device map failed: %s", strerror(-r));
+		snprintf(err, errlen, "mapping the BPF maps failed: %s", strerror(-r));
 		goto fail;
 	}
 	r = fill_free_slots(p);
@@ -283,6 +294,8 @@ struct probes *probes_free(struct probes *p)
 		return NULL;
 	if (p->data)
 		munmap(p->data, p->data_len);
+	if (p->rq_recs)
+		munmap(p->rq_recs, p->rq_recs_len);
 	if (p->stats_fd >= 0)
 		close(p->stats_fd);
 	iopulse_bpf__destroy(p->skel);
@@ -308,6 +321,12 @@ uint64_t *probes_slot_data(struct probes *p, uint32_t slot)
 	if (slot >= p->max_devices)
 		return NULL;
 	return (uint64_t *)((char *)p->data + (size_t)slot * p->slot_stride);
+}
+
+struct iop_rq_rec *probes_rq_recs(struct probes *p, size_t *n)
+{
+	*n = p->rq_recs_n;
+	return p->rq_recs;
 }
 
 const volatile uint64_t *probes_globals(struct probes *p)

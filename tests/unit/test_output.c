@@ -72,6 +72,7 @@ static void build(struct iop_interval *iv)
 	devs[0].cnt[IOP_C_ERRORS + IOP_OP_READ] = 1;
 	devs[0].cnt[IOP_C_UNTIMED + IOP_OP_READ] = 2;
 	devs[0].cnt[IOP_C_NOQUEUE + IOP_OP_READ] = 3;
+	devs[0].cnt[IOP_C_UNSEEN + IOP_OP_READ] = 4;
 	devs[0].cnt[IOP_C_IOS + IOP_OP_WRITE] = 2;
 	devs[0].cnt[IOP_C_BYTES + IOP_OP_WRITE] = 2080000;
 	devs[0].cnt[IOP_C_IOS + IOP_OP_FLUSH] = 4;
@@ -203,9 +204,9 @@ static const char checker[] =
 	"    assert (d['osd_id'] is None) == (d['osd_role'] is None), w\n"
 	"    keys(d['ops'], 'read write flush discard', w)\n"
 	"    for op, o in d['ops'].items():\n"
-	"        keys(o, 'ios bytes iops bytes_per_s errors untimed no_queue_ts queue_wait_ns '\n"
-	"             'service_ns total_ns size_bytes', f'{w}.{op}')\n"
-	"        ints(o, 'ios bytes errors untimed no_queue_ts', f'{w}.{op}')\n"
+	"        keys(o, 'ios bytes iops bytes_per_s errors untimed no_queue_ts completion_unseen '\n"
+	"             'queue_wait_ns service_ns total_ns size_bytes', f'{w}.{op}')\n"
+	"        ints(o, 'ios bytes errors untimed no_queue_ts completion_unseen', f'{w}.{op}')\n"
 	"        rate(o['iops'], f'{w}.{op}.iops')\n"
 	"        rate(o['bytes_per_s'], f'{w}.{op}.bytes_per_s')\n"
 	"        for h in 'queue_wait_ns service_ns total_ns size_bytes'.split():\n"
@@ -281,7 +282,7 @@ START_TEST(test_json_shape)
 	has(s, "\"dm_name\":\"ceph-vg-osd3\",\"slaves\":[\"sdc\",\"sdd\"],");
 	has(s, "\"osd_id\":3,\"osd_role\":\"block.db\",");
 	has(s, "\"read\":{\"ios\":5,\"bytes\":20480,\"iops\":2.5,\"bytes_per_s\":10240.0,"
-	       "\"errors\":1,\"untimed\":2,\"no_queue_ts\":3,");
+	       "\"errors\":1,\"untimed\":2,\"no_queue_ts\":3,\"completion_unseen\":4,");
 	has(s, "\"write\":{\"ios\":2,\"bytes\":2080000,\"iops\":1.0,\"bytes_per_s\":1040000.0,");
 	has(s, "\"discard\":{\"ios\":0,\"bytes\":0,\"iops\":0.0,");
 	has(s, "\"seek\":{\"sequential\":1,\"forward\":3,\"backward\":0,\"sequential_pct\":25.0,");

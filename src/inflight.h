@@ -1,0 +1,28 @@
+/* inflight.h - retires request records whose completion the kernel never reported */
+#ifndef IOPULSE_INFLIGHT_H
+#define IOPULSE_INFLIGHT_H
+
+#include <stdint.h>
+
+#include "probes.h"
+
+struct inflight;
+
+/* diskstats: path of /proc/diskstats (NULL for the default). */
+int inflight_new(struct inflight **out, struct probes *p, uint32_t nslots, const char *diskstats);
+struct inflight *inflight_free(struct inflight *f);
+
+/*
+ * Call once per interval, before the counters are read. slot_kdev[s] is the kernel dev_t of
+ * device slot s, 0 if unused. A request record still present one interval after its device
+ * was seen with nothing in flight (diskstats' in_flight 0) belongs to an IO that completed
+ * without block_rq_complete reaching the BPF program: it is removed and its IO counted in the
+ * slot's ios, bytes and unseen counters. Returns the number of records retired, or -errno.
+ */
+int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev);
+
+/* One /proc/diskstats line: major, minor and I/Os in flight. 0, or -EINVAL if malformed. */
+int inflight_parse_line(const char *line, unsigned int *maj, unsigned int *min,
+			uint64_t *in_flight);
+
+#endif
