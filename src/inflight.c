@@ -2,7 +2,6 @@
 #include "inflight.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +9,6 @@
 #include <time.h>
 
 #include "../bpf/iopulse.h"
-#include "log.h"
 
 /*
  * Flush requests and the data part of a flush sequence are left out of the kernel's in_flight
@@ -18,12 +16,19 @@
  */
 #define FLUSH_SEQ_MAX_NS (30ull * 1000000000ull)
 
+struct slot_watch {
+	uint32_t kdev;        /* device the fields below belong to */
+	uint64_t idle_at;     /* CLOCK_MONOTONIC ns of the last stamp that found it idle, 0 if busy */
+	int64_t gap;          /* diskstats completions - ours, at that stamp */
+	bool gap_known;
+	bool suspect;         /* the gap moved, or records were left for later: scan */
+};
+
 struct inflight {
 	struct probes *probes;
 	const char *path;
 	uint32_t nslots;
-	uint32_t *kdev;        /* slot's device when idle_at was taken */
-	uint64_t *idle_at;     /* CLOCK_MONOTONIC ns when the slot's device had nothing in flight */
+	struct slot_watch *w;
 	char line[512];
 };
 
@@ -36,9 +41,8 @@ int inflight_new(struct inflight **out, struct probes *p, uint32_t nslots, const
 	f->probes = p;
 	f->path = diskstats ? diskstats : "/proc/diskstats";
 	f->nslots = nslots;
-	f->kdev = calloc(nslots, sizeof(*f->kdev));
-	f->idle_at = calloc(nslots, sizeof(*f->idle_at));
-	if (!f->kdev || !f->idle_at) {
+	f->w = calloc(nslots, sizeof(*f->w));
+	if (!f->w) {
 		inflight_free(f);
 		return -ENOMEM;
 	}
@@ -50,24 +54,25 @@ struct inflight *inflight_free(struct inflight *f)
 {
 	if (!f)
 		return NULL;
-	free(f->kdev);
-	free(f->idle_at);
+	free(f->w);
 	free(f);
 	return NULL;
 }
 
-int inflight_parse_line(const char *line, unsigned int *maj, unsigned int *min,
-			uint64_t *in_flight)
+int inflight_parse_line(const char *line, struct inflight_line *out)
 {
-	unsigned long long v[9];
+	unsigned long long v[17] = { 0 };
 	char name[64];
 	int n;
 
-	n = sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu %llu", maj, min,
-		   name, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]);
-	if (n != 12)
+	n = sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+		   "%llu %llu %llu %llu %llu %llu", &out->major, &out->minor, name, &v[0], &v[1],
+		   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12],
+		   &v[13], &v[14], &v[15], &v[16]);
+	if (n < 14)
 		return -EINVAL;
-	*in_flight = v[8];
+	out->in_flight = v[8];
+	out->completed = v[0] + v[4] + v[11] + v[15];
 	return 0;
 }
 
@@ -77,6 +82,17 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t our_completed(struct probes *p, uint32_t slot)
+{
+	const uint64_t *base = probes_slot_data(p, slot);
+	uint64_t sum = 0;
+	int op;
+
+	for (op = 0; base && op < IOP_OP_MAX; op++)
+		sum += __atomic_load_n(&base[IOP_C_IOS + op], __ATOMIC_RELAXED);
+	return sum;
 }
 
 static void count(struct probes *p, uint32_t slot, const struct iop_rq_rec *r)
@@ -92,25 +108,38 @@ static void count(struct probes *p, uint32_t slot, const struct iop_rq_rec *r)
 	__atomic_fetch_add(&base[IOP_C_UNSEEN + grp], 1, __ATOMIC_RELAXED);
 }
 
+/* Scans the records of suspect slots; a slot stays suspect while some are left for later. */
 static int retire(struct inflight *f)
 {
+	struct iop_rq_rec *recs;
+	bool *later;
 	size_t n, i;
-	struct iop_rq_rec *recs = probes_rq_recs(f->probes, &n);
 	int retired = 0;
+	uint32_t s;
 
+	later = calloc(f->nslots, sizeof(*later));
+	if (!later)
+		return -ENOMEM;
+	recs = probes_rq_recs_map(f->probes, &n);
+	if (!recs) {
+		free(later);
+		return -errno;
+	}
 	for (i = 0; i < n; i++) {
 		struct iop_rq_rec *r = &recs[i];
 		uint64_t key = __atomic_load_n(&r->key, __ATOMIC_ACQUIRE), d, t;
-		uint32_t s = r->slot;
 
-		if (!key || !s || s > f->nslots)
+		s = r->slot;
+		if (!key || !s || s > f->nslots || !f->w[s - 1].suspect)
 			continue;
-		t = f->idle_at[s - 1];
+		t = f->w[s - 1].idle_at;
 		d = __atomic_load_n(&r->d_ns, __ATOMIC_ACQUIRE);
 		if (!t || !d || d >= t)
 			continue;
-		if (r->flush_seq && t - d < FLUSH_SEQ_MAX_NS)
+		if (r->flush_seq && t - d < FLUSH_SEQ_MAX_NS) {
+			later[s - 1] = true;
 			continue;
+		}
 		/* d_ns is the ownership token: the BPF side swaps it out too (count_unseen) */
 		if (!__atomic_compare_exchange_n(&r->d_ns, &d, 0, false, __ATOMIC_ACQ_REL,
 						 __ATOMIC_RELAXED))
@@ -120,30 +149,44 @@ static int retire(struct inflight *f)
 		count(f->probes, s - 1, r);
 		retired++;
 	}
+	probes_rq_recs_unmap(f->probes);
+	for (s = 0; s < f->nslots; s++)
+		if (f->w[s].idle_at)
+			f->w[s].suspect = later[s];
+	free(later);
 	return retired;
 }
 
-static int stamp_idle(struct inflight *f, const uint32_t *slot_kdev)
+/* Marks each slot idle or not, and suspect when its completion gap to diskstats moved. */
+static int stamp(struct inflight *f)
 {
-	uint64_t now = mono_ns(), busy;
-	unsigned int maj, min;
+	struct inflight_line l;
+	uint64_t now = mono_ns();
 	uint32_t s, kdev;
+	int64_t gap;
 	FILE *in;
 
-	for (s = 0; s < f->nslots; s++) {
-		f->idle_at[s] = 0;
-		f->kdev[s] = slot_kdev[s];
-	}
+	for (s = 0; s < f->nslots; s++)
+		f->w[s].idle_at = 0;
 	in = fopen(f->path, "re");
 	if (!in)
 		return -errno;
 	while (fgets(f->line, sizeof(f->line), in)) {
-		if (inflight_parse_line(f->line, &maj, &min, &busy) || busy)
+		if (inflight_parse_line(f->line, &l) || l.in_flight)
 			continue;
-		kdev = (maj << IOP_KDEV_MINORBITS) | min;
-		for (s = 0; s < f->nslots; s++)
-			if (kdev && f->kdev[s] == kdev)
-				f->idle_at[s] = now;
+		kdev = (l.major << IOP_KDEV_MINORBITS) | l.minor;
+		for (s = 0; s < f->nslots; s++) {
+			struct slot_watch *w = &f->w[s];
+
+			if (!kdev || w->kdev != kdev)
+				continue;
+			gap = (int64_t)(l.completed - our_completed(f->probes, s));
+			if (!w->gap_known || gap != w->gap)
+				w->suspect = true;
+			w->gap = gap;
+			w->gap_known = true;
+			w->idle_at = now;
+		}
 	}
 	fclose(in);
 	return 0;
@@ -151,19 +194,23 @@ static int stamp_idle(struct inflight *f, const uint32_t *slot_kdev)
 
 int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev)
 {
-	int retired = 0, r;
+	int retired = 0;
 	uint32_t s;
-	bool any = false;
+	bool scan = false;
 
 	for (s = 0; s < f->nslots; s++) {
-		if (f->kdev[s] != slot_kdev[s])
-			f->idle_at[s] = 0;     /* slot handed to another device since */
-		any = any || f->idle_at[s];
+		struct slot_watch *w = &f->w[s];
+
+		if (w->kdev != slot_kdev[s]) {     /* slot handed to another device */
+			memset(w, 0, sizeof(*w));
+			w->kdev = slot_kdev[s];
+		}
+		scan = scan || (w->suspect && w->idle_at);
 	}
-	if (any)
+	if (scan) {
 		retired = retire(f);
-	r = stamp_idle(f, slot_kdev);
-	if (r)
-		return r;
-	return retired;
+		if (retired < 0)
+			return retired;
+	}
+	return stamp(f) ?: retired;
 }

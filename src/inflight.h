@@ -17,12 +17,20 @@ struct inflight *inflight_free(struct inflight *f);
  * device slot s, 0 if unused. A request record still present one interval after its device
  * was seen with nothing in flight (diskstats' in_flight 0) belongs to an IO that completed
  * without block_rq_complete reaching the BPF program: it is removed and its IO counted in the
- * slot's ios, bytes and unseen counters. Returns the number of records retired, or -errno.
+ * slot's ios, bytes and unseen counters. The records are only scanned for a device whose
+ * completion count in /proc/diskstats moved apart from ours since it was last idle.
+ * Returns the number of records retired, or -errno.
  */
 int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev);
 
-/* One /proc/diskstats line: major, minor and I/Os in flight. 0, or -EINVAL if malformed. */
-int inflight_parse_line(const char *line, unsigned int *maj, unsigned int *min,
-			uint64_t *in_flight);
+/* What the sweep reads from one /proc/diskstats line. */
+struct inflight_line {
+	unsigned int major, minor;
+	uint64_t in_flight;
+	uint64_t completed;   /* reads + writes + discards + flushes completed */
+};
+
+/* Parse one /proc/diskstats line (kernels before 4.18 have no discard or flush fields). */
+int inflight_parse_line(const char *line, struct inflight_line *out);
 
 #endif

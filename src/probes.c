@@ -192,14 +192,8 @@ static int map_data(struct probes *p)
 	if (m == MAP_FAILED)
 		return -errno;
 	p->data = m;
-
-	fd = bpf_map__fd(p->skel->maps.rq_recs);
 	p->rq_recs_n = (size_t)bpf_map__max_entries(p->skel->maps.rq_recs) * IOP_WAYS;
 	p->rq_recs_len = p->rq_recs_n * sizeof(struct iop_rq_rec);
-	m = mmap(NULL, p->rq_recs_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED)
-		return -errno;
-	p->rq_recs = m;
 	return 0;
 }
 
@@ -294,8 +288,7 @@ struct probes *probes_free(struct probes *p)
 		return NULL;
 	if (p->data)
 		munmap(p->data, p->data_len);
-	if (p->rq_recs)
-		munmap(p->rq_recs, p->rq_recs_len);
+	probes_rq_recs_unmap(p);
 	if (p->stats_fd >= 0)
 		close(p->stats_fd);
 	iopulse_bpf__destroy(p->skel);
@@ -323,10 +316,26 @@ uint64_t *probes_slot_data(struct probes *p, uint32_t slot)
 	return (uint64_t *)((char *)p->data + (size_t)slot * p->slot_stride);
 }
 
-struct iop_rq_rec *probes_rq_recs(struct probes *p, size_t *n)
+struct iop_rq_rec *probes_rq_recs_map(struct probes *p, size_t *n)
 {
+	void *m;
+
+	if (!p->rq_recs) {
+		m = mmap(NULL, p->rq_recs_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(p->skel->maps.rq_recs), 0);
+		if (m == MAP_FAILED)
+			return NULL;
+		p->rq_recs = m;
+	}
 	*n = p->rq_recs_n;
 	return p->rq_recs;
+}
+
+void probes_rq_recs_unmap(struct probes *p)
+{
+	if (p->rq_recs)
+		munmap(p->rq_recs, p->rq_recs_len);
+	p->rq_recs = NULL;
 }
 
 const volatile uint64_t *probes_globals(struct probes *p)

@@ -33,8 +33,12 @@ uint32_t probes_max_devices(const struct probes *p);
 /* Cumulative counters then histograms of one device slot (mmap of the kernel map). */
 uint64_t *probes_slot_data(struct probes *p, uint32_t slot);
 
-/* The in-flight request records (iopulse.h), shared with the BPF programs; n records. */
-struct iop_rq_rec *probes_rq_recs(struct probes *p, size_t *n);
+/*
+ * The in-flight request records (iopulse.h), shared with the BPF programs: n records, or NULL
+ * with errno set. Mapped on demand (the mapping is resident while it exists), unmap after use.
+ */
+struct iop_rq_rec *probes_rq_recs_map(struct probes *p, size_t *n);
+void probes_rq_recs_unmap(struct probes *p);
 
 /* Calls fn for every (kernel dev, slot) pair the BPF side has assigned. */
 int probes_for_each_slot(struct probes *p, int (*fn)(void *ctx, uint32_t kdev, uint32_t slot),
