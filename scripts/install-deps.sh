@@ -6,4 +6,7 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
 	clang llvm libbpf-dev bpftool libyaml-dev libelf-dev zlib1g-dev check \
 	meson ninja-build pkgconf gcc libc6-dev \
-	fio e2fsprogs util-linux python3 python3-pytest valgrind >/dev/null
+	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler \
+	fio e2fsprogs util-linux python3 python3-pytest valgrind \
+	python3-grpcio python3-protobuf python3-grpc-tools python3-rich python3-venv \
+	python3-pip python3-setuptools >/dev/null

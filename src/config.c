@@ -66,10 +66,16 @@ int config_init_defaults(struct iop_config *c)
 		.max_inflight = 65536,
 		.log_level = IOP_LOG_INFO,
 		.bpf_stats = false,
+		.server_enabled = true,
+		.server_socket_mode = 0660,
+		.server_ring_ms = 600000,
 	};
 
 	d.ceph_osd_dir = strdup("/var/lib/ceph/osd");
-	if (!d.ceph_osd_dir || strlist_append(&d.dev_exclude, "ram*") < 0 ||
+	d.server_socket = strdup(IOP_DEFAULT_SOCKET);
+	d.server_socket_group = strdup("");
+	d.server_tcp = strdup("");
+	if (!d.ceph_osd_dir || !d.server_socket || !d.server_socket_group || !d.server_tcp || strlist_append(&d.dev_exclude, "ram*") < 0 ||
 	    strlist_append(&d.dev_exclude, "zram*") < 0) {
 		config_release(&d);
 		return -ENOMEM;
@@ -86,6 +92,18 @@ void config_release(struct iop_config *c)
 	strlist_free(&c->thread_exclude);
 	free(c->ceph_osd_dir);
 	c->ceph_osd_dir = NULL;
+	free(c->server_socket);
+	c->server_socket = NULL;
+	free(c->server_socket_group);
+	c->server_socket_group = NULL;
+	free(c->server_tcp);
+	c->server_tcp = NULL;
+}
+
+static int dup_or_null(char **dst, const char *src)
+{
+	*dst = src ? strdup(src) : NULL;
+	return src && !*dst ? -ENOMEM : 0;
 }
 
 int config_copy(struct iop_config *dst, const struct iop_config *src)
@@ -94,8 +112,11 @@ int config_copy(struct iop_config *dst, const struct iop_config *src)
 
 	d.dev_include = d.dev_exclude = d.thread_include = d.thread_exclude =
 		(struct iop_strlist){ 0 };
-	d.ceph_osd_dir = src->ceph_osd_dir ? strdup(src->ceph_osd_dir) : NULL;
-	if ((src->ceph_osd_dir && !d.ceph_osd_dir) ||
+	d.ceph_osd_dir = d.server_socket = d.server_socket_group = d.server_tcp = NULL;
+	if (dup_or_null(&d.ceph_osd_dir, src->ceph_osd_dir) < 0 ||
+	    dup_or_null(&d.server_socket, src->server_socket) < 0 ||
+	    dup_or_null(&d.server_socket_group, src->server_socket_group) < 0 ||
+	    dup_or_null(&d.server_tcp, src->server_tcp) < 0 ||
 	    strlist_copy(&d.dev_include, &src->dev_include) < 0 ||
 	    strlist_copy(&d.dev_exclude, &src->dev_exclude) < 0 ||
 	    strlist_copy(&d.thread_include, &src->thread_include) < 0 ||
@@ -161,7 +182,10 @@ int config_parse_duration_range_ms(const char *s, uint64_t min_ms, uint64_t max_
 
 /* --------------------------------------------------------------------- schema -- */
 
-enum key_type { KEY_SECTION, KEY_DURATION, KEY_UINT, KEY_BOOL, KEY_GLOBS, KEY_PATH, KEY_LOG_LEVEL };
+enum key_type {
+	KEY_SECTION, KEY_DURATION, KEY_UINT, KEY_BOOL, KEY_GLOBS, KEY_PATH, KEY_LOG_LEVEL,
+	KEY_MODE, KEY_GROUP, KEY_LISTEN,
+};
 
 struct key {
 	const char *name;
@@ -216,6 +240,16 @@ static const struct key log_keys[] = {
 	{ .name = NULL },
 };
 
+static const struct key server_keys[] = {
+	{ .name = "enabled", .type = KEY_BOOL, .offset = FIELD(server_enabled) },
+	{ .name = "socket", .type = KEY_PATH, .offset = FIELD(server_socket) },
+	{ .name = "socket_mode", .type = KEY_MODE, .offset = FIELD(server_socket_mode) },
+	{ .name = "socket_group", .type = KEY_GROUP, .offset = FIELD(server_socket_group) },
+	{ .name = "tcp", .type = KEY_LISTEN, .offset = FIELD(server_tcp) },
+	{ .name = "ring", .type = KEY_DURATION, .offset = FIELD(server_ring_ms) },
+	{ .name = NULL },
+};
+
 static const struct key top_keys[] = {
 	{ .name = "interval", .type = KEY_DURATION, .offset = FIELD(interval_ms) },
 	{ .name = "histogram", .type = KEY_SECTION, .sub = histogram_keys },
@@ -225,6 +259,7 @@ static const struct key top_keys[] = {
 	{ .name = "ceph", .type = KEY_SECTION, .sub = ceph_keys },
 	{ .name = "log", .type = KEY_SECTION, .sub = log_keys },
 	{ .name = "bpf_stats", .type = KEY_BOOL, .offset = FIELD(bpf_stats) },
+	{ .name = "server", .type = KEY_SECTION, .sub = server_keys },
 	{ .name = NULL },
 };
 
@@ -446,6 +481,57 @@ static int load_path(struct loader *ld, const yaml_node_t *n, const char *key, c
 	return 0;
 }
 
+static int load_mode(struct loader *ld, const yaml_node_t *n, const char *key, uint32_t *out)
+{
+	char buf[48], *end;
+	const char *s;
+	unsigned long v;
+	int r;
+
+	r = get_string(ld, n, key, "an octal file mode such as \"0660\"", &s);
+	if (r < 0)
+		return r;
+	errno = 0;
+	v = strtoul(s, &end, 8);
+	if (!*s || *end || errno || v > 0777)
+		return fail(ld, n, key, "'%s' is not an octal file mode (0000..0777, e.g. \"0660\")",
+			    shown(n, buf, sizeof(buf)));
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* A group name (checked when the socket is made) or a TCP listen address; "" for none. */
+static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,
+		     bool listen)
+{
+	char buf[48], *dup;
+	const char *s, *colon;
+	int r;
+
+	if (n->type == YAML_SCALAR_NODE && !is_plain(n) && n->data.scalar.length == 0) {
+		s = "";   /* a quoted "": none */
+	} else {
+		r = get_string(ld, n, key, listen ? "a listen address \"host:port\" or \"\"" :
+			       "a group name or \"\"", &s);
+		if (r < 0)
+			return r;
+	}
+	if (listen && *s) {
+		colon = strrchr(s, ':');
+		if (!colon || colon == s || !colon[1] || strspn(colon + 1, "0123456789") !=
+		    strlen(colon + 1) || atoi(colon + 1) > 65535)
+			return fail(ld, n, key, "'%s' is not a listen address (host:port, e.g. "
+				    "\"0.0.0.0:7073\", \"[::]:7073\", \"127.0.0.1:0\")",
+				    shown(n, buf, sizeof(buf)));
+	}
+	dup = strdup(s);
+	if (!dup)
+		return -ENOMEM;
+	free(*out);
+	*out = dup;
+	return 0;
+}
+
 static int load_log_level(struct loader *ld, const yaml_node_t *n, const char *key,
 			  enum iop_log_level *out)
 {
@@ -489,6 +575,12 @@ static int load_value(struct loader *ld, const yaml_node_t *n, const struct key 
 		return load_path(ld, n, key, field);
 	case KEY_LOG_LEVEL:
 		return load_log_level(ld, n, key, field);
+	case KEY_MODE:
+		return load_mode(ld, n, key, field);
+	case KEY_GROUP:
+		return load_name(ld, n, key, field, false);
+	case KEY_LISTEN:
+		return load_name(ld, n, key, field, true);
 	}
 	return -EINVAL;
 }

@@ -39,7 +39,15 @@ struct iop_config {
 	char *ceph_osd_dir;            /* ceph.osd_dir: default "/var/lib/ceph/osd" */
 	enum iop_log_level log_level;  /* log.level: error|warning|info|debug, default info */
 	bool bpf_stats;                /* bpf_stats: enable kernel.bpf_stats_enabled while running */
+	bool server_enabled;           /* server.enabled: default true */
+	char *server_socket;           /* server.socket: default IOP_DEFAULT_SOCKET */
+	uint32_t server_socket_mode;   /* server.socket_mode: octal string, default "0660" */
+	char *server_socket_group;     /* server.socket_group: group name, "" = root's */
+	char *server_tcp;              /* server.tcp: "host:port" to listen on too, "" = none */
+	uint64_t server_ring_ms;       /* server.ring: replay history kept, default 10m */
 };
+
+#define IOP_DEFAULT_SOCKET "/run/iopulse/iopulse.sock"
 
 /* Fill with the built-in defaults (allocates the default exclude list). */
 int config_init_defaults(struct iop_config *c);

@@ -14,10 +14,13 @@
 
 #include "aggregator.h"
 #include "devices.h"
+#include "hub.h"
+#include "info_pb.h"
 #include "log.h"
 #include "output_json.h"
 #include "output_text.h"
 #include "probes.h"
+#include "rpc_server.h"
 #include "threads.h"
 
 struct pipeline {
@@ -26,6 +29,87 @@ struct pipeline {
 	struct threads *threads;
 	struct aggregator *agg;
 };
+
+/* The gRPC side: lives across reloads. */
+struct serving {
+	struct hub *hub;
+	struct rpc_server *rpc;
+	uint64_t started_realtime_ns;
+	uint64_t bpf_run_time_ns, bpf_run_count;
+};
+
+static struct serving srv;
+
+static void publish(struct pipeline *pl, const struct iop_config *c, const struct iop_interval *iv)
+{
+	struct info_src is = {
+		.config = c, .devices = pl->devices, .attach_mode = probes_attach_mode(pl->probes),
+		.hist_k = iv->hist_k, .started_realtime_ns = srv.started_realtime_ns,
+		.bpf_stats = iv->bpf_stats,
+	};
+	struct hub_msg *info;
+	size_t i;
+	int r;
+
+	if (!srv.hub)
+		return;
+	for (i = 0; i < iv->nprogs; i++) {
+		srv.bpf_run_time_ns += iv->progs[i].run_time_ns;
+		srv.bpf_run_count += iv->progs[i].run_cnt;
+	}
+	r = hub_publish(srv.hub, iv);
+	if (r)
+		log_warn("an interval could not be kept for subscribers: %s", strerror(-r));
+	is.bpf_run_time_ns = srv.bpf_run_time_ns;
+	is.bpf_run_count = srv.bpf_run_count;
+	is.last_seq = hub_last_seq(srv.hub);
+	is.subscribers = hub_subscriber_count(srv.hub);
+	is.ring_seconds = hub_ring_seconds(srv.hub);
+	info = info_build(&is);
+	if (info)
+		hub_set_info(srv.hub, info);
+}
+
+static int serving_start(const struct iop_config *c)
+{
+	struct rpc_server_opts ro = {
+		.unix_path = c->server_socket, .unix_mode = c->server_socket_mode,
+		.unix_group = c->server_socket_group, .tcp = c->server_tcp,
+	};
+	struct timespec ts;
+	char err[512] = "";
+	int r;
+
+	if (!c->server_enabled)
+		return 0;
+	if (c->server_ring_ms < c->interval_ms) {
+		log_error("server.ring (%llu ms) is shorter than one interval (%llu ms)",
+			  (unsigned long long)c->server_ring_ms, (unsigned long long)c->interval_ms);
+		return -EINVAL;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	srv.started_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	r = hub_new(&srv.hub, c->interval_ms, c->server_ring_ms);
+	if (r)
+		return r;
+	r = rpc_server_start(&srv.rpc, srv.hub, &ro, err, sizeof(err));
+	if (r) {
+		log_error("gRPC server: %s", err[0] ? err : strerror(-r));
+		srv.hub = hub_free(srv.hub);
+		return r;
+	}
+	if (c->server_socket && *c->server_socket)
+		log_info("serving gRPC on unix:%s", c->server_socket);
+	if (rpc_server_tcp_port(srv.rpc))
+		log_info("serving gRPC on tcp port %d", rpc_server_tcp_port(srv.rpc));
+	return 0;
+}
+
+static void serving_stop(void)
+{
+	srv.rpc = rpc_server_stop(srv.rpc);
+	srv.hub = hub_free(srv.hub);
+}
 
 static int strlist_dup(struct iop_strlist *dst, const struct iop_strlist *src)
 {
@@ -44,6 +128,20 @@ static int strlist_dup(struct iop_strlist *dst, const struct iop_strlist *src)
 			return -ENOMEM;
 		dst->n++;
 	}
+	return 0;
+}
+
+static int replace_str(char **dst, const char *src)
+{
+	char *d;
+
+	if (!src)
+		return 0;
+	d = strdup(src);
+	if (!d)
+		return -ENOMEM;
+	free(*dst);
+	*dst = d;
 	return 0;
 }
 
@@ -81,6 +179,10 @@ int overrides_apply(const struct overrides *ov, struct iop_config *c)
 		c->bpf_stats = ov->bpf_stats;
 	if (ov->sync_enabled >= 0)
 		c->sync_enabled = ov->sync_enabled;
+	if (ov->server_enabled >= 0)
+		c->server_enabled = ov->server_enabled;
+	r = r ?: replace_str(&c->server_socket, ov->socket);
+	r = r ?: replace_str(&c->server_tcp, ov->tcp);
 	return r;
 }
 
@@ -159,6 +261,7 @@ static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct i
 		log_error("collecting the interval failed: %s", strerror(-r));
 		return r;
 	}
+	publish(pl, c, &iv);
 	if (o->output == OUTPUT_JSON)
 		r = output_json_write(stdout, &iv);
 	else if (o->output == OUTPUT_TEXT)
@@ -240,6 +343,10 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 		return 1;
 	if (pipeline_start(&pl, cfg))
 		return 1;
+	if (serving_start(cfg)) {
+		pipeline_stop(&pl);
+		return 1;
+	}
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	efd = epoll_create1(EPOLL_CLOEXEC);
@@ -297,6 +404,7 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	}
 	rc = emit(&pl, o, cfg, true) ? 1 : 0;
 out:
+	serving_stop();
 	pipeline_stop(&pl);
 	log_info("stopped: probes detached");
 	if (dfd >= 0)

@@ -25,6 +25,8 @@ struct overrides {
 	int log_level;                 /* -1: not set */
 	int bpf_stats;                 /* -1: not set */
 	int sync_enabled;              /* -1: not set */
+	int server_enabled;            /* -1: not set */
+	const char *socket, *tcp;      /* NULL: not set */
 };
 
 struct daemon_opts {

@@ -41,6 +41,9 @@ static const char usage_text[] =
 	"      --max-threads N      sync-table entries (16..1048576)\n"
 	"      --ceph-osd-dir DIR   Ceph OSD data directories (default /var/lib/ceph/osd)\n"
 	"      --bpf-stats          enable kernel BPF run-time statistics and report them\n"
+	"      --socket PATH        gRPC unix socket (default " IOP_DEFAULT_SOCKET ")\n"
+	"      --tcp HOST:PORT      also serve gRPC on TCP (port 0: any free port, logged)\n"
+	"      --no-server          no gRPC server (local output only)\n"
 	"      --log-level LEVEL    error, warning, info or debug\n"
 	"      --syslog             log to syslog instead of stderr\n"
 	"  -V, --version            print the version and exit\n"
@@ -51,6 +54,7 @@ static const char usage_text[] =
 	"  iopulsed --json -i 10s --devices 'sd*' one JSON line per 10 s for SCSI disks\n"
 	"  iopulsed --json -d 60s > run.jsonl     record one minute, then exit\n"
 	"  iopulsed --print --threads 'bstore_kv_sync'  BlueStore's sync thread only\n"
+	"  iopulsed --tcp 0.0.0.0:7073            serve remote clients too (iopulse --target host:7073)\n"
 	"  iopulsed --check-config /etc/iopulse/iopulse.yaml\n"
 	"\n"
 	"Signals: SIGINT/SIGTERM print the last interval, detach and exit 0; SIGHUP reloads\n"
@@ -60,7 +64,7 @@ static const char usage_text[] =
 enum {
 	OPT_CHECK = 256, OPT_PRECISION, OPT_DEVICES, OPT_EXCLUDE, OPT_NO_ROLLUP, OPT_THREADS,
 	OPT_NO_SYNC, OPT_MAX_DEVICES, OPT_MAX_THREADS, OPT_CEPH, OPT_BPF_STATS, OPT_LOG_LEVEL,
-	OPT_SYSLOG, OPT_JSON_BUCKETS,
+	OPT_SYSLOG, OPT_JSON_BUCKETS, OPT_SOCKET, OPT_TCP, OPT_NO_SERVER,
 };
 
 static const struct option long_opts[] = {
@@ -83,6 +87,9 @@ static const struct option long_opts[] = {
 	{ "bpf-stats", no_argument, NULL, OPT_BPF_STATS },
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "syslog", no_argument, NULL, OPT_SYSLOG },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "tcp", required_argument, NULL, OPT_TCP },
+	{ "no-server", no_argument, NULL, OPT_NO_SERVER },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -163,6 +170,7 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 	o->ov.log_level = -1;
 	o->ov.bpf_stats = -1;
 	o->ov.sync_enabled = -1;
+	o->ov.server_enabled = -1;
 	opterr = 0;
 	while (r == 0 && (c = getopt_long(argc, argv, ":c:i:pjd:Vh", long_opts, NULL)) != -1) {
 		switch (c) {
@@ -204,6 +212,17 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 		case OPT_BPF_STATS: o->ov.bpf_stats = 1; break;
 		case OPT_LOG_LEVEL: r = parse_level(optarg, &o->ov.log_level); break;
 		case OPT_SYSLOG: o->use_syslog = true; break;
+		case OPT_SOCKET:
+			if (optarg[0] != '/')
+				r = bad("--socket", optarg, "expected an absolute path");
+			o->ov.socket = optarg;
+			break;
+		case OPT_TCP:
+			if (!strrchr(optarg, ':') || !strrchr(optarg, ':')[1])
+				r = bad("--tcp", optarg, "expected HOST:PORT, e.g. 127.0.0.1:7073");
+			o->ov.tcp = optarg;
+			break;
+		case OPT_NO_SERVER: o->ov.server_enabled = 0; break;
 		case 'V':
 			printf("iopulsed %s\n", IOPULSE_VERSION);
 			exit(0);

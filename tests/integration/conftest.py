@@ -275,6 +275,7 @@ class DaemonFactory:
         self.workdir = workdir
         self.default_config = default_config
         self.started: list[Daemon] = []
+        self.sockdir: Optional[str] = None
 
     def __call__(self, *args: str, config: Optional[str] = "default",
                  wait_ready: bool = True, ready_timeout: float = 20.0) -> Daemon:
@@ -286,9 +287,17 @@ class DaemonFactory:
         if config is not None:
             argv += ["-c", config]
         argv += list(args)
+        sock = None
+        if not any(a in ("--socket", "--no-server") or a.startswith("--socket=") for a in args):
+            # every daemon serves on a socket of its own (short path: sun_path is 108 bytes)
+            if self.sockdir is None:
+                self.sockdir = tempfile.mkdtemp(prefix="iop-", dir="/tmp")
+            sock = os.path.join(self.sockdir, f"d{len(self.started)}.sock")
+            argv += ["--socket", sock]
         errpath = self.workdir / f"iopulsed-{len(self.started)}.stderr"
         print("+ " + " ".join(argv), flush=True)
         d = Daemon(argv, errpath)
+        d.socket = sock
         self.started.append(d)
         if wait_ready:
             d.wait_ready(ready_timeout)
@@ -297,6 +306,8 @@ class DaemonFactory:
     def cleanup(self) -> None:
         for d in self.started:
             d.stop(signal.SIGTERM, timeout=10)
+        if self.sockdir:
+            shutil.rmtree(self.sockdir, ignore_errors=True)
 
 
 @pytest.fixture

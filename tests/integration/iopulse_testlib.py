@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 REPO = Path(__file__).resolve().parents[2]
 OPS = ("read", "write", "flush", "discard")
@@ -150,6 +150,7 @@ class Daemon:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._err,
                                      stdin=subprocess.DEVNULL)
         self.pid = self.proc.pid
+        self.socket: Optional[str] = None  # its gRPC unix socket, if it serves one
         self.intervals: list[dict] = []   # every JSON object, in order
         self.bad_lines: list[str] = []    # stdout lines that are not JSON
         self._q: queue.Queue = queue.Queue()

@@ -170,7 +170,14 @@ START_TEST(test_full_file)
 		"  osd_dir: \"/srv/ceph osd\"\n"
 		"log:\n"
 		"  level: debug\n"
-		"bpf_stats: on\n", err, sizeof(err)) == 0, "%s", err);
+		"bpf_stats: on\n"
+		"server:\n"
+		"  enabled: false\n"
+		"  socket: /run/x/i.sock\n"
+		"  socket_mode: \"0640\"\n"
+		"  socket_group: ceph\n"
+		"  tcp: \"[::]:7073\"\n"
+		"  ring: 20m\n", err, sizeof(err)) == 0, "%s", err);
 	ck_assert_uint_eq(c.interval_ms, 500);
 	ck_assert_uint_eq(c.hist_precision, 7);
 	ck_assert(strlist_is(&c.dev_include, 2, dinc));
@@ -185,6 +192,12 @@ START_TEST(test_full_file)
 	ck_assert_str_eq(c.ceph_osd_dir, "/srv/ceph osd");
 	ck_assert_int_eq(c.log_level, IOP_LOG_DEBUG);
 	ck_assert(c.bpf_stats);
+	ck_assert(!c.server_enabled);
+	ck_assert_str_eq(c.server_socket, "/run/x/i.sock");
+	ck_assert_uint_eq(c.server_socket_mode, 0640);
+	ck_assert_str_eq(c.server_socket_group, "ceph");
+	ck_assert_str_eq(c.server_tcp, "[::]:7073");
+	ck_assert_uint_eq(c.server_ring_ms, 1200000);
 	config_release(&c);
 }
 END_TEST
@@ -289,7 +302,17 @@ struct bad_case {
 static const struct bad_case bad_cases[] = {
 	/* unknown keys at every level */
 	{ "bogus: 1\n", "1:1", "bogus", "unknown key (expected interval, histogram, devices, "
-	  "sync, limits, ceph, log, bpf_stats)" },
+	  "sync, limits, ceph, log, bpf_stats, server)" },
+	{ "server:\n  sock: /x\n", "2:3", "server.sock", "unknown key (expected enabled, socket, "
+	  "socket_mode, socket_group, tcp, ring)" },
+	{ "server:\n  socket_mode: \"0999\"\n", "2:16", "server.socket_mode",
+	  "is not an octal file mode" },
+	{ "server:\n  socket_mode: rw\n", "2:16", "server.socket_mode", "is not an octal file mode" },
+	{ "server:\n  tcp: localhost\n", "2:8", "server.tcp", "is not a listen address" },
+	{ "server:\n  tcp: \"host:99999\"\n", "2:8", "server.tcp", "is not a listen address" },
+	{ "server:\n  socket: relative.sock\n", "2:11", "server.socket", "is not an absolute path" },
+	{ "server:\n  ring: 0s\n", "2:9", "server.ring", "out of range" },
+	{ "server:\n  tcp:\n", "2:7", "server.tcp", "expected a listen address" },
 	{ "histogram:\n  precison: 5\n", "2:3", "histogram.precison",
 	  "unknown key (expected precision)" },
 	{ "devices:\n  inclde: [sd*]\n", "2:3", "devices.inclde",

@@ -1,0 +1,604 @@
+/* hub.c - the ring of recent Updates, the subscribers' cursors, phase marks and snapshots */
+#include "hub.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "update_pb.h"
+
+#define MULTIPLE_MAX 3600
+#define NAME_MAX_LEN 128
+
+/* The ring keeps packed Updates only: a merge unpacks what it needs. */
+struct entry {
+	uint64_t seq;
+	uint64_t end_mono;
+	struct hub_msg *msg;
+};
+
+struct hub_sub {
+	uint64_t next_seq;          /* first interval not delivered yet */
+	unsigned int multiple;
+	struct update_filter f;
+	pb_update *carry;           /* intervals that left the ring before it took them */
+	struct hub_sub *prev, *next;
+};
+
+struct hub {
+	pthread_mutex_t lock;
+	uint64_t interval_ms, ring_ms;
+	struct entry *ring;
+	size_t cap, n, head;        /* head: index of the oldest entry */
+	uint64_t last_seq;
+	pb_update *cum;             /* everything since start */
+	Iopulse__V1__PhaseMark **marks;   /* made since the last publish */
+	size_t nmarks;
+	uint64_t mark_id;
+	char **known;               /* device names ever published */
+	size_t nknown;
+	struct hub_msg *info;
+	struct hub_sub *subs;
+	unsigned int nsubs;
+};
+
+struct hub_msg *hub_msg_new(uint8_t *buf, size_t len)
+{
+	struct hub_msg *m = malloc(sizeof(*m));
+
+	if (!m) {
+		free(buf);
+		return NULL;
+	}
+	m->ref = 1;
+	m->len = len;
+	m->buf = buf;
+	return m;
+}
+
+struct hub_msg *hub_msg_ref(struct hub_msg *m)
+{
+	if (m)
+		__atomic_add_fetch(&m->ref, 1, __ATOMIC_RELAXED);
+	return m;
+}
+
+void hub_msg_unref(struct hub_msg *m)
+{
+	if (m && __atomic_sub_fetch(&m->ref, 1, __ATOMIC_ACQ_REL) == 0) {
+		free(m->buf);
+		free(m);
+	}
+}
+
+static struct hub_msg *pack_msg(const ProtobufCMessage *pb)
+{
+	size_t len;
+	uint8_t *buf = pb_pack_alloc(pb, &len);
+
+	return buf ? hub_msg_new(buf, len) : NULL;
+}
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms)
+{
+	struct hub *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->lock, NULL);
+	h->interval_ms = interval_ms ? interval_ms : 1000;
+	h->ring_ms = ring_ms;
+	h->cap = ring_ms / h->interval_ms + 1;
+	h->ring = calloc(h->cap, sizeof(*h->ring));
+	h->cum = malloc(sizeof(*h->cum));
+	if (!h->ring || !h->cum) {
+		hub_free(h);
+		return -ENOMEM;
+	}
+	iopulse__v1__update__init(h->cum);
+	*out = h;
+	return 0;
+}
+
+static void filter_release(struct update_filter *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->ndevices; i++)
+		free(f->devices[i]);
+	for (i = 0; i < f->nthreads; i++)
+		free(f->threads[i]);
+	free(f->devices);
+	free(f->threads);
+	memset(f, 0, sizeof(*f));
+}
+
+static void sub_free(struct hub_sub *s)
+{
+	filter_release(&s->f);
+	update_free(s->carry);
+	free(s);
+}
+
+struct hub *hub_free(struct hub *h)
+{
+	size_t i;
+
+	if (!h)
+		return NULL;
+	while (h->subs) {
+		struct hub_sub *s = h->subs;
+
+		h->subs = s->next;
+		sub_free(s);
+	}
+	for (i = 0; h->ring && i < h->n; i++)
+		hub_msg_unref(h->ring[(h->head + i) % h->cap].msg);
+	for (i = 0; i < h->nmarks; i++)
+		iopulse__v1__phase_mark__free_unpacked(h->marks[i], NULL);
+	for (i = 0; i < h->nknown; i++)
+		free(h->known[i]);
+	free(h->known);
+	free(h->marks);
+	free(h->ring);
+	update_free(h->cum);
+	hub_msg_unref(h->info);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ publish -- */
+
+static int remember_devices(struct hub *h, const pb_update *u)
+{
+	size_t i, j;
+
+	for (i = 0; i < u->n_devices; i++) {
+		char **grown;
+
+		for (j = 0; j < h->nknown; j++)
+			if (strcmp(h->known[j], u->devices[i]->name) == 0)
+				break;
+		if (j < h->nknown)
+			continue;
+		grown = realloc(h->known, (h->nknown + 1) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		h->known = grown;
+		grown[h->nknown] = strdup(u->devices[i]->name);
+		if (!grown[h->nknown])
+			return -ENOMEM;
+		h->nknown++;
+	}
+	return 0;
+}
+
+static pb_update *unpack_entry(const struct hub_msg *m)
+{
+	return iopulse__v1__update__unpack(NULL, m->len, m->buf);
+}
+
+/* The oldest entry leaves the ring: subscribers that had not taken it keep it merged. */
+static void evict_oldest(struct hub *h)
+{
+	struct entry *e = &h->ring[h->head];
+	pb_update *u = NULL;
+	struct hub_sub *s;
+
+	for (s = h->subs; s; s = s->next) {
+		if (s->next_seq > e->seq)
+			continue;
+		if (!u)
+			u = unpack_entry(e->msg);
+		if (!s->carry) {
+			s->carry = malloc(sizeof(*s->carry));
+			if (s->carry)
+				iopulse__v1__update__init(s->carry);
+		}
+		if (!u || !s->carry || update_merge_into(s->carry, u, &s->f))
+			fprintf(stderr, "iopulsed: warning: out of memory keeping a slow subscriber's "
+				"interval %llu\n", (unsigned long long)e->seq);
+		s->next_seq = e->seq + 1;
+	}
+	update_free(u);
+	hub_msg_unref(e->msg);
+	memset(e, 0, sizeof(*e));
+	h->head = (h->head + 1) % h->cap;
+	h->n--;
+}
+
+int hub_publish(struct hub *h, const struct iop_interval *iv)
+{
+	pb_update *u = update_from_interval(iv);
+	struct hub_msg *m;
+	size_t i;
+	int r;
+
+	if (!u)
+		return -ENOMEM;
+	pthread_mutex_lock(&h->lock);
+	if (h->nmarks) {
+		u->phases = h->marks;
+		u->n_phases = h->nmarks;
+		h->marks = NULL;
+		h->nmarks = 0;
+	}
+	m = pack_msg(&u->base);
+	r = m ? 0 : -ENOMEM;
+	r = r ?: remember_devices(h, u);
+	r = r ?: update_merge_into(h->cum, u, NULL);
+	if (m) {
+		if (h->n == h->cap)
+			evict_oldest(h);
+		i = (h->head + h->n) % h->cap;
+		h->ring[i].seq = u->seq;
+		h->ring[i].end_mono = u->end_monotonic_ns;
+		h->ring[i].msg = m;
+		h->n++;
+		h->last_seq = u->seq;
+	}
+	pthread_mutex_unlock(&h->lock);
+	update_free(u);
+	return r;
+}
+
+void hub_set_info(struct hub *h, struct hub_msg *m)
+{
+	struct hub_msg *old;
+
+	pthread_mutex_lock(&h->lock);
+	old = h->info;
+	h->info = m;
+	pthread_mutex_unlock(&h->lock);
+	hub_msg_unref(old);
+}
+
+uint64_t hub_last_seq(struct hub *h)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&h->lock);
+	v = h->last_seq;
+	pthread_mutex_unlock(&h->lock);
+	return v;
+}
+
+unsigned int hub_subscriber_count(struct hub *h)
+{
+	unsigned int v;
+
+	pthread_mutex_lock(&h->lock);
+	v = h->nsubs;
+	pthread_mutex_unlock(&h->lock);
+	return v;
+}
+
+unsigned int hub_ring_seconds(const struct hub *h)
+{
+	return (unsigned int)(h->ring_ms / 1000);
+}
+
+/* ---------------------------------------------------------------- subscribers -- */
+
+static int copy_strings(char ***dst, size_t *n, char **src, size_t count)
+{
+	size_t i;
+
+	*dst = NULL;
+	*n = 0;
+	if (!count)
+		return 0;
+	*dst = calloc(count, sizeof(char *));
+	if (!*dst)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		(*dst)[i] = strdup(src[i]);
+		if (!(*dst)[i])
+			return -ENOMEM;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Every device named must be one the daemon reports (or has reported). Under the lock. */
+static int check_devices(struct hub *h, char **names, size_t n, char *err, size_t errlen)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		if (!*names[i] || strlen(names[i]) > NAME_MAX_LEN) {
+			snprintf(err, errlen, "device filter %zu: empty or overlong device name", i);
+			return -EINVAL;
+		}
+		for (j = 0; j < h->nknown; j++)
+			if (strcmp(h->known[j], names[i]) == 0)
+				break;
+		if (j == h->nknown) {
+			snprintf(err, errlen, "unknown device '%.128s' (iopulsed reports %zu device%s;"
+				 " GetInfo lists them)", names[i], h->nknown, h->nknown == 1 ? "" : "s");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub **out,
+		  char *err, size_t errlen)
+{
+	Iopulse__V1__SubscribeRequest *q = iopulse__v1__subscribe_request__unpack(NULL, len, req);
+	struct hub_sub *s;
+	uint64_t from;
+	size_t i;
+	int r;
+
+	if (!q) {
+		snprintf(err, errlen, "SubscribeRequest does not decode");
+		return -EINVAL;
+	}
+	if (q->interval_multiple < 1 || q->interval_multiple > MULTIPLE_MAX) {
+		snprintf(err, errlen, "interval_multiple %u is out of range: 1 (every interval of "
+			 "%llu ms) to %d", q->interval_multiple, (unsigned long long)h->interval_ms,
+			 MULTIPLE_MAX);
+		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+		return -EINVAL;
+	}
+	if ((uint64_t)q->replay_seconds * 1000 > h->ring_ms) {
+		snprintf(err, errlen, "replay_seconds %u is longer than the %llu s the daemon keeps "
+			 "(server.ring)", q->replay_seconds, (unsigned long long)(h->ring_ms / 1000));
+		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+		return -ENOMEM;
+	}
+	s->multiple = q->interval_multiple;
+	r = copy_strings(&s->f.devices, &s->f.ndevices, q->devices, q->n_devices);
+	r = r ?: copy_strings(&s->f.threads, &s->f.nthreads, q->threads, q->n_threads);
+	pthread_mutex_lock(&h->lock);
+	r = r ?: check_devices(h, q->devices, q->n_devices, err, errlen);
+	if (!r) {
+		s->next_seq = h->last_seq + 1;
+		if (q->replay_seconds) {
+			from = now_ns(CLOCK_MONOTONIC) - (uint64_t)q->replay_seconds * 1000000000ull;
+			for (i = 0; i < h->n; i++) {
+				const struct entry *e = &h->ring[(h->head + i) % h->cap];
+
+				if (e->end_mono > from) {
+					s->next_seq = e->seq;
+					break;
+				}
+			}
+		}
+		s->next = h->subs;
+		if (h->subs)
+			h->subs->prev = s;
+		h->subs = s;
+		h->nsubs++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+	if (r) {
+		sub_free(s);
+		return r;
+	}
+	*out = s;
+	return 0;
+}
+
+void hub_unsubscribe(struct hub *h, struct hub_sub *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&h->lock);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		h->subs = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	h->nsubs--;
+	pthread_mutex_unlock(&h->lock);
+	sub_free(s);
+}
+
+struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
+{
+	struct hub_msg **take = NULL, *out = NULL;
+	pb_update *acc = NULL, *u;
+	size_t ntake = 0, i;
+	uint64_t avail = 0, carried;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->last_seq >= s->next_seq)
+		avail = h->last_seq - s->next_seq + 1;
+	carried = s->carry ? s->carry->merged : 0;
+	if (avail + carried < s->multiple || (!avail && !carried)) {
+		pthread_mutex_unlock(&h->lock);
+		return NULL;
+	}
+	if (!carried && avail == 1 && s->multiple == 1 && update_filter_empty(&s->f)) {
+		out = hub_msg_ref(h->ring[(h->head + h->n - 1) % h->cap].msg);
+		s->next_seq++;
+		pthread_mutex_unlock(&h->lock);
+		return out;   /* the common case: the Update every subscriber shares */
+	}
+	take = calloc(avail ? avail : 1, sizeof(*take));
+	if (!take) {
+		pthread_mutex_unlock(&h->lock);
+		return NULL;
+	}
+	for (i = 0; i < h->n; i++) {
+		const struct entry *e = &h->ring[(h->head + i) % h->cap];
+
+		if (e->seq >= s->next_seq)
+			take[ntake++] = hub_msg_ref(e->msg);
+	}
+	acc = s->carry;
+	s->carry = NULL;
+	s->next_seq = h->last_seq + 1;
+	pthread_mutex_unlock(&h->lock);
+
+	/* the merge runs outside the lock: the ring's messages are reference counted */
+	if (!acc) {
+		acc = malloc(sizeof(*acc));
+		if (acc)
+			iopulse__v1__update__init(acc);
+	}
+	for (i = 0; i < ntake; i++) {
+		u = acc ? unpack_entry(take[i]) : NULL;
+		if (!u || update_merge_into(acc, u, &s->f))
+			fprintf(stderr, "iopulsed: warning: out of memory merging intervals for a "
+				"subscriber\n");
+		update_free(u);
+		hub_msg_unref(take[i]);
+	}
+	free(take);
+	if (acc)
+		out = pack_msg(&acc->base);
+	update_free(acc);
+	return out;
+}
+
+/* ----------------------------------------------------------------- unary calls -- */
+
+int hub_snapshot(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
+		 char *err, size_t errlen)
+{
+	Iopulse__V1__SnapshotRequest *q = iopulse__v1__snapshot_request__unpack(NULL, len, req);
+	struct update_filter f = { 0 };
+	pb_update *copy = NULL;
+	int r;
+
+	if (!q) {
+		snprintf(err, errlen, "SnapshotRequest does not decode");
+		return -EINVAL;
+	}
+	f.devices = q->devices;
+	f.ndevices = q->n_devices;
+	f.threads = q->threads;
+	f.nthreads = q->n_threads;
+	pthread_mutex_lock(&h->lock);
+	r = check_devices(h, q->devices, q->n_devices, err, errlen);
+	if (!r) {
+		copy = update_copy(h->cum, &f);
+		r = copy ? 0 : -ENOMEM;
+	}
+	pthread_mutex_unlock(&h->lock);
+	iopulse__v1__snapshot_request__free_unpacked(q, NULL);
+	if (r)
+		return r;
+	*out = pack_msg(&copy->base);
+	update_free(copy);
+	return *out ? 0 : -ENOMEM;
+}
+
+int hub_info(struct hub *h, struct hub_msg **out)
+{
+	pthread_mutex_lock(&h->lock);
+	*out = hub_msg_ref(h->info);
+	pthread_mutex_unlock(&h->lock);
+	return *out ? 0 : -EAGAIN;
+}
+
+static bool printable(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n > max)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
+	return true;
+}
+
+int hub_mark(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
+	     char *err, size_t errlen)
+{
+	Iopulse__V1__MarkPhaseRequest *q = iopulse__v1__mark_phase_request__unpack(NULL, len, req);
+	Iopulse__V1__PhaseMark *pm, **grown;
+	size_t i;
+	bool bad = false;
+	int r = 0;
+
+	if (!q) {
+		snprintf(err, errlen, "MarkPhaseRequest does not decode");
+		return -EINVAL;
+	}
+	if (!*q->name || !printable(q->name, NAME_MAX_LEN)) {
+		snprintf(err, errlen, "phase name must be 1..%d printable characters", NAME_MAX_LEN);
+		r = -EINVAL;
+	}
+	for (i = 0; !r && i < q->n_labels; i++) {
+		if (!*q->labels[i]->key || !printable(q->labels[i]->key, NAME_MAX_LEN) ||
+		    !printable(q->labels[i]->value, 1024)) {
+			snprintf(err, errlen, "label %zu: keys must be 1..%d printable characters, "
+				 "values at most 1024", i, NAME_MAX_LEN);
+			r = -EINVAL;
+		}
+	}
+	if (r) {
+		iopulse__v1__mark_phase_request__free_unpacked(q, NULL);
+		return r;
+	}
+	/* the request's decoded parts become the mark's: same layout for labels */
+	pm = calloc(1, sizeof(*pm));
+	if (!pm) {
+		iopulse__v1__mark_phase_request__free_unpacked(q, NULL);
+		return -ENOMEM;
+	}
+	iopulse__v1__phase_mark__init(pm);
+	pm->name = strdup(q->name);
+	pm->end = q->end;
+	pm->labels = calloc(q->n_labels ? q->n_labels : 1, sizeof(*pm->labels));
+	for (i = 0; pm->labels && i < q->n_labels; i++) {
+		Iopulse__V1__PhaseMark__LabelsEntry *e = malloc(sizeof(*e));
+
+		bad = !e;
+		if (bad)
+			break;
+		iopulse__v1__phase_mark__labels_entry__init(e);
+		e->key = strdup(q->labels[i]->key);
+		e->value = strdup(q->labels[i]->value);
+		pm->labels[pm->n_labels++] = e;
+		bad = !e->key || !e->value;
+		if (bad)
+			break;
+	}
+	iopulse__v1__mark_phase_request__free_unpacked(q, NULL);
+	if (!pm->name || !pm->labels || bad) {
+		iopulse__v1__phase_mark__free_unpacked(pm, NULL);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&h->lock);
+	pm->realtime_ns = now_ns(CLOCK_REALTIME);
+	pm->monotonic_ns = now_ns(CLOCK_MONOTONIC);
+	pm->id = ++h->mark_id;
+	grown = realloc(h->marks, (h->nmarks + 1) * sizeof(*grown));
+	if (grown) {
+		h->marks = grown;
+		h->marks[h->nmarks++] = pm;
+		*out = pack_msg(&pm->base);
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (!grown) {
+		iopulse__v1__phase_mark__free_unpacked(pm, NULL);
+		return -ENOMEM;
+	}
+	return *out ? 0 : -ENOMEM;
+}

@@ -1,0 +1,53 @@
+/* hub.h - the ring of recent Updates, the subscribers' cursors, phase marks and snapshots */
+#ifndef IOPULSE_HUB_H
+#define IOPULSE_HUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "interval.h"
+
+/* A packed message shared between senders; freed with its last reference. */
+struct hub_msg {
+	int ref;
+	size_t len;
+	uint8_t *buf;
+};
+
+struct hub_msg *hub_msg_new(uint8_t *buf, size_t len);   /* takes buf (malloc'd) */
+struct hub_msg *hub_msg_ref(struct hub_msg *m);
+void hub_msg_unref(struct hub_msg *m);
+
+struct hub;
+struct hub_sub;
+
+/* interval_ms: the daemon's interval; ring_ms: how much history Subscribe can replay. */
+int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms);
+struct hub *hub_free(struct hub *h);
+
+/* ---- the aggregator's side ---- */
+
+/* Turn one interval into an Update (with the phase marks made during it), pack it once, keep
+ * it in the ring and the cumulative snapshot. 0 or -ENOMEM. */
+int hub_publish(struct hub *h, const struct iop_interval *iv);
+/* Replace the packed Info answer (takes m). */
+void hub_set_info(struct hub *h, struct hub_msg *m);
+uint64_t hub_last_seq(struct hub *h);
+unsigned int hub_subscriber_count(struct hub *h);
+unsigned int hub_ring_seconds(const struct hub *h);
+
+/* ---- the server's side; requests are packed protobuf. -EINVAL: err says what is wrong ---- */
+
+int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub **out,
+		  char *err, size_t errlen);
+void hub_unsubscribe(struct hub *h, struct hub_sub *s);
+/* The subscriber's next Update, or NULL when nothing is due yet. A subscriber that fell
+ * behind gets everything it missed merged into one Update. */
+struct hub_msg *hub_next(struct hub *h, struct hub_sub *s);
+int hub_snapshot(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
+		 char *err, size_t errlen);
+int hub_info(struct hub *h, struct hub_msg **out);
+int hub_mark(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
+	     char *err, size_t errlen);
+
+#endif

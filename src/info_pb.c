@@ -1,0 +1,216 @@
+/* info_pb.c - builds the packed iopulse.v1.Info answer */
+#include "info_pb.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "hist_math.h"
+#include "update_pb.h"
+
+static uint64_t rss_bytes(void)
+{
+	unsigned long long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* Comma list "a,b" -> a new array of strings. */
+static char **split_list(const char *s, size_t *n)
+{
+	char **v = NULL, *copy, *tok, *save = NULL;
+
+	*n = 0;
+	if (!s || !*s)
+		return NULL;
+	copy = strdup(s);
+	if (!copy)
+		return NULL;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char **g = realloc(v, (*n + 1) * sizeof(*v));
+
+		if (!g)
+			break;
+		v = g;
+		v[*n] = strdup(tok);
+		if (v[*n])
+			(*n)++;
+	}
+	free(copy);
+	return v;
+}
+
+static Iopulse__V1__DeviceInfo *device_info(const struct iop_device *d)
+{
+	Iopulse__V1__DeviceInfo *i = malloc(sizeof(*i));
+
+	if (!i)
+		return NULL;
+	iopulse__v1__device_info__init(i);
+	i->name = strndup(d->name, sizeof(d->name));
+	i->model = strndup(d->model, sizeof(d->model));
+	i->dm_name = strndup(d->dm_name, sizeof(d->dm_name));
+	i->osd_role = strndup(d->osd_id >= 0 ? d->osd_role : "", sizeof(d->osd_role));
+	i->major = major(d->dev);
+	i->minor = minor(d->dev);
+	i->rotational = d->rotational;
+	i->osd_id = d->osd_id;
+	i->partition = d->is_partition;
+	i->present = d->present;
+	i->slaves = split_list(d->slaves, &i->n_slaves);
+	if (!i->name || !i->model || !i->dm_name || !i->osd_role) {
+		iopulse__v1__device_info__free_unpacked(i, NULL);
+		return NULL;
+	}
+	return i;
+}
+
+static void join_list(char *buf, size_t len, char *const *v, size_t n)
+{
+	size_t i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? "," : "", v[i]);
+}
+
+static int add_config(Iopulse__V1__Info *info, const char *key, const char *value)
+{
+	Iopulse__V1__Info__ConfigEntry *e, **g;
+
+	g = realloc(info->config, (info->n_config + 1) * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	info->config = g;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	iopulse__v1__info__config_entry__init(e);
+	e->key = strdup(key);
+	e->value = strdup(value);
+	g[info->n_config++] = e;
+	return e->key && e->value ? 0 : -ENOMEM;
+}
+
+static int fill_config(Iopulse__V1__Info *info, const struct iop_config *c)
+{
+	static const char *const levels[] = { "error", "warning", "info", "debug" };
+	char b[1024];
+	int r = 0;
+
+	snprintf(b, sizeof(b), "%llums", (unsigned long long)c->interval_ms);
+	r = r ?: add_config(info, "interval", b);
+	snprintf(b, sizeof(b), "%u", c->hist_precision);
+	r = r ?: add_config(info, "histogram.precision", b);
+	join_list(b, sizeof(b), c->dev_include.v, c->dev_include.n);
+	r = r ?: add_config(info, "devices.include", b);
+	join_list(b, sizeof(b), c->dev_exclude.v, c->dev_exclude.n);
+	r = r ?: add_config(info, "devices.exclude", b);
+	r = r ?: add_config(info, "devices.rollup_partitions", c->rollup_partitions ? "true" : "false");
+	r = r ?: add_config(info, "sync.enabled", c->sync_enabled ? "true" : "false");
+	join_list(b, sizeof(b), c->thread_include.v, c->thread_include.n);
+	r = r ?: add_config(info, "sync.threads.include", b);
+	join_list(b, sizeof(b), c->thread_exclude.v, c->thread_exclude.n);
+	r = r ?: add_config(info, "sync.threads.exclude", b);
+	snprintf(b, sizeof(b), "%u", c->max_devices);
+	r = r ?: add_config(info, "limits.devices", b);
+	snprintf(b, sizeof(b), "%u", c->max_threads);
+	r = r ?: add_config(info, "limits.threads", b);
+	snprintf(b, sizeof(b), "%u", c->max_inflight);
+	r = r ?: add_config(info, "limits.inflight", b);
+	r = r ?: add_config(info, "ceph.osd_dir", c->ceph_osd_dir ? c->ceph_osd_dir : "");
+	r = r ?: add_config(info, "log.level", levels[c->log_level & 3]);
+	r = r ?: add_config(info, "bpf_stats", c->bpf_stats ? "true" : "false");
+	r = r ?: add_config(info, "server.socket", c->server_socket ? c->server_socket : "");
+	snprintf(b, sizeof(b), "%04o", c->server_socket_mode);
+	r = r ?: add_config(info, "server.socket_mode", b);
+	r = r ?: add_config(info, "server.socket_group",
+			    c->server_socket_group ? c->server_socket_group : "");
+	r = r ?: add_config(info, "server.tcp", c->server_tcp ? c->server_tcp : "");
+	snprintf(b, sizeof(b), "%llums", (unsigned long long)c->server_ring_ms);
+	r = r ?: add_config(info, "server.ring", b);
+	return r;
+}
+
+struct hub_msg *info_build(const struct info_src *s)
+{
+	Iopulse__V1__Info *info = malloc(sizeof(*info));
+	struct hub_msg *m = NULL;
+	struct utsname u;
+	struct rusage ru;
+	size_t i, n, len;
+	uint8_t *buf;
+	int r = 0;
+
+	if (!info)
+		return NULL;
+	iopulse__v1__info__init(info);
+	uname(&u);
+	info->version = strdup(IOPULSE_VERSION);
+	info->kernel = strdup(u.release);
+	info->attach_mode = strdup(s->attach_mode ? s->attach_mode : "");
+	info->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	info->interval_ns = s->config->interval_ms * 1000000ull;
+	info->ring_seconds = s->ring_seconds;
+	info->started_realtime_ns = s->started_realtime_ns;
+	info->last_seq = s->last_seq;
+	info->subscribers = s->subscribers;
+	info->histogram = malloc(sizeof(*info->histogram));
+	info->cost = malloc(sizeof(*info->cost));
+	if (!info->version || !info->kernel || !info->attach_mode || !info->histogram ||
+	    !info->cost)
+		goto out;
+	iopulse__v1__histogram_layout__init(info->histogram);
+	info->histogram->precision = s->hist_k;
+	info->histogram->range_bits = IOP_HIST_RANGE_BITS;
+	info->histogram->buckets = IOP_HIST_NBUCKETS(s->hist_k);
+	info->histogram->max_relative_error = 1.0 / (double)(2u << s->hist_k);
+	iopulse__v1__agent_cost__init(info->cost);
+	info->cost->bpf_run_time_ns = s->bpf_run_time_ns;
+	info->cost->bpf_run_count = s->bpf_run_count;
+	info->cost->bpf_stats = s->bpf_stats;
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		info->cost->cpu_user_s = tv_s(ru.ru_utime);
+		info->cost->cpu_system_s = tv_s(ru.ru_stime);
+	}
+	info->cost->rss_bytes = rss_bytes();
+	n = s->devices ? devices_count(s->devices) : 0;
+	info->devices = calloc(n ? n : 1, sizeof(*info->devices));
+	if (!info->devices)
+		goto out;
+	for (i = 0; i < n; i++) {
+		const struct iop_device *d = devices_at(s->devices, i);
+
+		if (!d->present)
+			continue;
+		info->devices[info->n_devices] = device_info(d);
+		if (!info->devices[info->n_devices])
+			goto out;
+		info->n_devices++;
+	}
+	r = fill_config(info, s->config);
+	if (r)
+		goto out;
+	buf = pb_pack_alloc(&info->base, &len);
+	if (buf)
+		m = hub_msg_new(buf, len);
+out:
+	iopulse__v1__info__free_unpacked(info, NULL);
+	return m;
+}

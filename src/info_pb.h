@@ -1,0 +1,29 @@
+/* info_pb.h - builds the packed iopulse.v1.Info answer */
+#ifndef IOPULSE_INFO_PB_H
+#define IOPULSE_INFO_PB_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "devices.h"
+#include "hub.h"
+#include "interval.h"
+
+struct info_src {
+	const struct iop_config *config;
+	struct devices *devices;
+	const char *attach_mode;
+	unsigned int hist_k;
+	uint64_t started_realtime_ns;
+	uint64_t bpf_run_time_ns;     /* cumulative, all programs */
+	uint64_t bpf_run_count;
+	bool bpf_stats;
+	uint64_t last_seq;
+	unsigned int subscribers;
+	unsigned int ring_seconds;
+};
+
+/* NULL on ENOMEM. */
+struct hub_msg *info_build(const struct info_src *src);
+
+#endif

@@ -1,0 +1,610 @@
+/* rpc_server.c - the gRPC server: every gRPC core call of iopulsed lives in this file */
+#include "rpc_server.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/slice.h>
+#include <grpc/support/time.h>
+
+#include "log.h"
+
+/* How often the loop looks for new Updates: the added delivery delay is at most this. */
+#define POLL_MS 10
+/* After shutdown starts, how long streams get to take their final status. */
+#define GRACE_MS 1000
+
+enum method { M_SUBSCRIBE, M_SNAPSHOT, M_INFO, M_MARK, M_COUNT };
+
+static const char *const method_path[M_COUNT] = {
+	"/iopulse.v1.Telemetry/Subscribe",
+	"/iopulse.v1.Telemetry/GetSnapshot",
+	"/iopulse.v1.Telemetry/GetInfo",
+	"/iopulse.v1.Telemetry/MarkPhase",
+};
+
+enum tag_kind { T_NEW, T_DONE, T_HEADERS, T_SENT, T_CLOSED, T_SHUTDOWN };
+
+struct call;
+
+struct tag {
+	enum tag_kind kind;
+	struct call *c;
+	enum method m;            /* T_NEW */
+};
+
+/* One requested call slot per method: the next call to arrive fills it. */
+struct slot {
+	struct tag tag;
+	grpc_call *call;
+	gpr_timespec deadline;
+	grpc_metadata_array md;
+	grpc_byte_buffer *payload;
+};
+
+struct call {
+	enum method m;
+	grpc_call *call;
+	int pending;              /* batches not completed yet */
+	int cancelled;            /* written by RECV_CLOSE_ON_SERVER */
+	grpc_slice details;
+	bool has_details;
+	struct hub_sub *sub;
+	bool sending, closed, finishing;
+	struct tag t_done, t_headers, t_sent, t_closed;
+	struct call *prev, *next;  /* streams */
+};
+
+struct rpc_server {
+	struct hub *hub;
+	grpc_server *server;
+	grpc_completion_queue *cq;
+	void *methods[M_COUNT];
+	struct slot slots[M_COUNT];
+	struct call *streams;
+	unsigned int nstreams;
+	pthread_t thread;
+	bool thread_started;
+	int stop;                  /* set by rpc_server_stop */
+	int tcp_port;
+	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct tag t_shutdown;
+};
+
+/* ------------------------------------------------------------------ helpers -- */
+
+static void unref_msg(void *p)
+{
+	hub_msg_unref(p);
+}
+
+/* A byte buffer over a shared message: no copy; the message lives until gRPC lets go. */
+static grpc_byte_buffer *buffer_of(struct hub_msg *m)
+{
+	grpc_slice s = grpc_slice_new_with_user_data(m->buf, m->len, unref_msg, m);
+	grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+
+	grpc_slice_unref(s);
+	return bb;
+}
+
+static void read_payload(grpc_byte_buffer *bb, uint8_t **buf, size_t *len)
+{
+	grpc_byte_buffer_reader r;
+	grpc_slice s;
+
+	*buf = NULL;
+	*len = 0;
+	if (!bb)
+		return;
+	if (grpc_byte_buffer_reader_init(&r, bb)) {
+		s = grpc_byte_buffer_reader_readall(&r);
+		*len = GRPC_SLICE_LENGTH(s);
+		*buf = malloc(*len ? *len : 1);
+		if (*buf)
+			memcpy(*buf, GRPC_SLICE_START_PTR(s), *len);
+		grpc_slice_unref(s);
+		grpc_byte_buffer_reader_destroy(&r);
+	}
+}
+
+static grpc_status_code status_of(int r)
+{
+	switch (r) {
+	case 0: return GRPC_STATUS_OK;
+	case -EINVAL: return GRPC_STATUS_INVALID_ARGUMENT;
+	case -EAGAIN: return GRPC_STATUS_UNAVAILABLE;
+	case -ENOMEM: return GRPC_STATUS_RESOURCE_EXHAUSTED;
+	default: return GRPC_STATUS_INTERNAL;
+	}
+}
+
+static int request(struct rpc_server *s, enum method m)
+{
+	struct slot *sl = &s->slots[m];
+	grpc_call_error e;
+
+	sl->tag.kind = T_NEW;
+	sl->tag.m = m;
+	sl->call = NULL;
+	sl->payload = NULL;
+	grpc_metadata_array_init(&sl->md);
+	e = grpc_server_request_registered_call(s->server, s->methods[m], &sl->call, &sl->deadline,
+						&sl->md, &sl->payload, s->cq, s->cq, &sl->tag);
+	if (e != GRPC_CALL_OK) {
+		log_error("grpc: cannot wait for %s calls (error %d)", method_path[m], (int)e);
+		grpc_metadata_array_destroy(&sl->md);
+		return -EIO;
+	}
+	return 0;
+}
+
+static struct call *call_new(enum method m, grpc_call *gc)
+{
+	struct call *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->m = m;
+	c->call = gc;
+	c->t_done = (struct tag){ .kind = T_DONE, .c = c };
+	c->t_headers = (struct tag){ .kind = T_HEADERS, .c = c };
+	c->t_sent = (struct tag){ .kind = T_SENT, .c = c };
+	c->t_closed = (struct tag){ .kind = T_CLOSED, .c = c };
+	return c;
+}
+
+static void call_free(struct rpc_server *s, struct call *c)
+{
+	if (c->sub) {
+		hub_unsubscribe(s->hub, c->sub);
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			s->streams = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		s->nstreams--;
+	}
+	if (c->has_details)
+		grpc_slice_unref(c->details);
+	grpc_call_unref(c->call);
+	free(c);
+}
+
+static bool start_batch(struct call *c, const grpc_op *ops, size_t n, struct tag *t)
+{
+	grpc_call_error e = grpc_call_start_batch(c->call, ops, n, t, NULL);
+
+	if (e != GRPC_CALL_OK) {
+		log_warn("grpc: %s: batch refused (error %d)", method_path[c->m], (int)e);
+		return false;
+	}
+	c->pending++;
+	return true;
+}
+
+/* Initial metadata (unless sent), an optional message, the status, and wait for the end. */
+static void finish_call(struct call *c, bool headers, grpc_byte_buffer *msg,
+			grpc_status_code code, const char *details)
+{
+	grpc_op ops[4];
+	size_t n = 0;
+
+	memset(ops, 0, sizeof(ops));
+	if (headers)
+		ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
+	if (msg) {
+		ops[n].op = GRPC_OP_SEND_MESSAGE;
+		ops[n++].data.send_message.send_message = msg;
+	}
+	c->details = grpc_slice_from_copied_string(details ? details : "");
+	c->has_details = true;
+	ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+	ops[n].data.send_status_from_server.status = code;
+	ops[n++].data.send_status_from_server.status_details = &c->details;
+	if (c->m != M_SUBSCRIBE) {
+		ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+		ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
+	}
+	start_batch(c, ops, n, &c->t_done);
+	if (msg)
+		grpc_byte_buffer_destroy(msg);
+}
+
+/* --------------------------------------------------------------------- calls -- */
+
+static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size_t len)
+{
+	struct hub_msg *out = NULL;
+	char err[512] = "";
+	int r;
+
+	switch (c->m) {
+	case M_SNAPSHOT:
+		r = hub_snapshot(s->hub, req, len, &out, err, sizeof(err));
+		break;
+	case M_INFO:
+		r = hub_info(s->hub, &out);
+		if (r == -EAGAIN)
+			snprintf(err, sizeof(err), "iopulsed is starting; try again in a moment");
+		break;
+	default:
+		r = hub_mark(s->hub, req, len, &out, err, sizeof(err));
+		break;
+	}
+	if (r && !err[0])
+		snprintf(err, sizeof(err), "%s", strerror(-r));
+	finish_call(c, true, r ? NULL : buffer_of(out), status_of(r), r ? err : NULL);
+}
+
+static void subscribe(struct rpc_server *s, struct call *c, const uint8_t *req, size_t len)
+{
+	char err[512] = "";
+	grpc_op op;
+	int r;
+
+	r = s->stop ? -EAGAIN : hub_subscribe(s->hub, req, len, &c->sub, err, sizeof(err));
+	if (r) {
+		if (!err[0])
+			snprintf(err, sizeof(err), "%s", r == -EAGAIN ? "iopulsed is shutting down" :
+				 strerror(-r));
+		c->closed = true;
+		finish_call(c, true, NULL, status_of(r), err);
+		return;
+	}
+	c->next = s->streams;
+	if (s->streams)
+		s->streams->prev = c;
+	s->streams = c;
+	s->nstreams++;
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_SEND_INITIAL_METADATA;
+	start_batch(c, &op, 1, &c->t_headers);
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+	op.data.recv_close_on_server.cancelled = &c->cancelled;
+	if (!start_batch(c, &op, 1, &c->t_closed))
+		c->closed = true;
+}
+
+static void new_call(struct rpc_server *s, enum method m, bool ok)
+{
+	struct slot *sl = &s->slots[m];
+	struct call *c;
+	uint8_t *req;
+	size_t len;
+
+	grpc_metadata_array_destroy(&sl->md);
+	if (!ok) {                 /* the server is shutting down */
+		if (sl->payload)
+			grpc_byte_buffer_destroy(sl->payload);
+		return;
+	}
+	read_payload(sl->payload, &req, &len);
+	if (sl->payload)
+		grpc_byte_buffer_destroy(sl->payload);
+	c = call_new(m, sl->call);
+	if (!s->stop)
+		request(s, m);
+	if (!c) {
+		grpc_call_cancel_with_status(sl->call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+					     "out of memory", NULL);
+		grpc_call_unref(sl->call);
+		free(req);
+		return;
+	}
+	if (m == M_SUBSCRIBE)
+		subscribe(s, c, req ? req : (uint8_t *)"", len);
+	else
+		unary(s, c, req ? req : (uint8_t *)"", len);
+	free(req);
+	if (!c->pending)
+		call_free(s, c);
+}
+
+/* Hand each idle stream its next Update, if one is due. */
+static void feed(struct rpc_server *s)
+{
+	struct call *c;
+	struct hub_msg *m;
+	grpc_op op;
+
+	for (c = s->streams; c; c = c->next) {
+		if (c->sending || c->closed || c->finishing)
+			continue;
+		m = hub_next(s->hub, c->sub);
+		if (!m)
+			continue;
+		memset(&op, 0, sizeof(op));
+		op.op = GRPC_OP_SEND_MESSAGE;
+		op.data.send_message.send_message = buffer_of(m);
+		c->sending = start_batch(c, &op, 1, &c->t_sent);
+		grpc_byte_buffer_destroy(op.data.send_message.send_message);
+	}
+}
+
+static void completed(struct rpc_server *s, struct tag *t, bool ok)
+{
+	struct call *c = t->c;
+
+	switch (t->kind) {
+	case T_NEW:
+		new_call(s, t->m, ok);
+		return;
+	case T_SHUTDOWN:
+		return;
+	case T_SENT:
+		c->sending = false;
+		if (!ok)
+			c->closed = true;  /* the stream is gone */
+		break;
+	case T_CLOSED:
+		c->closed = true;
+		break;
+	case T_HEADERS:
+	case T_DONE:
+		break;
+	}
+	if (--c->pending == 0 && (c->m != M_SUBSCRIBE || c->closed))
+		call_free(s, c);
+}
+
+/* Every stream gets UNAVAILABLE; calls that do not end in time are cancelled. */
+static void shut_down(struct rpc_server *s)
+{
+	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+					     gpr_time_from_millis(GRACE_MS, GPR_TIMESPAN));
+	bool cancelled = false, done = false;
+	struct call *c;
+	grpc_event ev;
+
+	for (c = s->streams; c; c = c->next) {
+		if (c->closed || c->finishing)
+			continue;
+		c->finishing = true;
+		finish_call(c, false, NULL, GRPC_STATUS_UNAVAILABLE, "iopulsed is shutting down");
+	}
+	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
+	while (!done) {
+		ev = grpc_completion_queue_next(s->cq, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+			gpr_time_from_millis(POLL_MS * 10, GPR_TIMESPAN)), NULL);
+		if (ev.type == GRPC_OP_COMPLETE) {
+			struct tag *t = ev.tag;
+
+			if (t->kind == T_SHUTDOWN)
+				done = true;
+			else
+				completed(s, t, ev.success);
+		}
+		if (!cancelled && gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), deadline) > 0) {
+			grpc_server_cancel_all_calls(s->server);
+			cancelled = true;
+		}
+	}
+}
+
+static void *loop(void *arg)
+{
+	struct rpc_server *s = arg;
+	grpc_event ev;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+		ev = grpc_completion_queue_next(s->cq, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+			gpr_time_from_millis(POLL_MS, GPR_TIMESPAN)), NULL);
+		if (ev.type == GRPC_OP_COMPLETE)
+			completed(s, ev.tag, ev.success);
+		else if (ev.type == GRPC_QUEUE_SHUTDOWN)
+			break;
+		feed(s);
+	}
+	shut_down(s);
+	return NULL;
+}
+
+/* --------------------------------------------------------------- set-up -- */
+
+/* A socket file nobody listens on is left over from a crash: remove it. */
+static int prepare_unix(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)], *slash;
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "server.socket '%s' is longer than %zu bytes", path,
+			 sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			r = -errno;
+			snprintf(err, errlen, "cannot create %s for the socket: %s", dir, strerror(errno));
+			return r;
+		}
+	}
+	if (access(path, F_OK) != 0)
+		return 0;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (r == 0) {
+		snprintf(err, errlen, "%s is in use: another iopulsed is serving there (set "
+			 "server.socket or --socket to run a second one)", path);
+		return -EADDRINUSE;
+	}
+	if (unlink(path) && errno != ENOENT) {
+		r = -errno;
+		snprintf(err, errlen, "cannot remove the stale socket %s: %s", path, strerror(errno));
+		return r;
+	}
+	return 0;
+}
+
+static int secure_unix(const char *path, unsigned int mode, const char *group, char *err,
+		       size_t errlen)
+{
+	struct group *g;
+	int r;
+
+	if (group && *group) {
+		g = getgrnam(group);
+		if (!g) {
+			snprintf(err, errlen, "server.socket_group: no group named '%s'", group);
+			return -ENOENT;
+		}
+		if (chown(path, (uid_t)-1, g->gr_gid)) {
+			r = -errno;
+			snprintf(err, errlen, "cannot give %s to group %s: %s", path, group,
+				 strerror(errno));
+			return r;
+		}
+	}
+	if (chmod(path, mode)) {
+		r = -errno;
+		snprintf(err, errlen, "cannot chmod %s to %04o: %s", path, mode, strerror(errno));
+		return r;
+	}
+	return 0;
+}
+
+static int add_port(struct rpc_server *s, const char *addr, char *err, size_t errlen)
+{
+	grpc_server_credentials *cr = grpc_insecure_server_credentials_create();
+	int port = grpc_server_add_http2_port(s->server, addr, cr);
+
+	grpc_server_credentials_release(cr);
+	if (port <= 0) {
+		snprintf(err, errlen, "cannot listen on %s (address in use, or not an address)", addr);
+		return -EADDRNOTAVAIL;
+	}
+	return port;
+}
+
+int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_server_opts *o,
+		     char *err, size_t errlen)
+{
+	struct rpc_server *s;
+	grpc_arg args[2];
+	grpc_channel_args ch = { .num_args = 2, .args = args };
+	char addr[sizeof(s->unix_path) + 8];
+	int r = 0, m, port;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->hub = hub;
+	s->t_shutdown.kind = T_SHUTDOWN;
+	grpc_init();
+	/* detect vanished TCP peers; a stalled subscriber is handled by the merge policy */
+	args[0] = (grpc_arg){ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_KEEPALIVE_TIME_MS,
+			      .value.integer = 30000 };
+	args[1] = (grpc_arg){ .type = GRPC_ARG_INTEGER,
+			      .key = GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, .value.integer = 1 };
+	s->server = grpc_server_create(&ch, NULL);
+	s->cq = grpc_completion_queue_create_for_next(NULL);
+	grpc_server_register_completion_queue(s->server, s->cq, NULL);
+	for (m = 0; m < M_COUNT; m++) {
+		s->methods[m] = grpc_server_register_method(s->server, method_path[m], NULL,
+			GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+		if (!s->methods[m]) {
+			snprintf(err, errlen, "cannot register %s", method_path[m]);
+			r = -EINVAL;
+			goto fail;
+		}
+	}
+	if (o->unix_path && *o->unix_path) {
+		r = prepare_unix(o->unix_path, err, errlen);
+		if (r)
+			goto fail;
+		snprintf(s->unix_path, sizeof(s->unix_path), "%s", o->unix_path);
+		snprintf(addr, sizeof(addr), "unix:%s", o->unix_path);
+		r = add_port(s, addr, err, errlen);
+		if (r < 0)
+			goto fail;
+	}
+	if (o->tcp && *o->tcp) {
+		port = add_port(s, o->tcp, err, errlen);
+		if (port < 0) {
+			r = port;
+			goto fail;
+		}
+		s->tcp_port = port;
+	}
+	grpc_server_start(s->server);
+	if (s->unix_path[0]) {
+		r = secure_unix(s->unix_path, o->unix_mode, o->unix_group, err, errlen);
+		if (r)
+			goto fail_started;
+	}
+	for (m = 0; m < M_COUNT && !r; m++)
+		r = request(s, (enum method)m);
+	if (r) {
+		snprintf(err, errlen, "gRPC server refused to take calls");
+		goto fail_started;
+	}
+	r = -pthread_create(&s->thread, NULL, loop, s);
+	if (r) {
+		snprintf(err, errlen, "cannot start the server thread: %s", strerror(-r));
+		goto fail_started;
+	}
+	s->thread_started = true;
+	*out = s;
+	return 0;
+fail_started:
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	shut_down(s);
+fail:
+	rpc_server_stop(s);
+	return r < 0 ? r : -EIO;
+}
+
+int rpc_server_tcp_port(const struct rpc_server *s)
+{
+	return s ? s->tcp_port : 0;
+}
+
+struct rpc_server *rpc_server_stop(struct rpc_server *s)
+{
+	grpc_event ev;
+
+	if (!s)
+		return NULL;
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+	if (s->thread_started)
+		pthread_join(s->thread, NULL);
+	if (s->server)
+		grpc_server_destroy(s->server);
+	if (s->cq) {
+		grpc_completion_queue_shutdown(s->cq);
+		do {
+			ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME),
+							NULL);
+		} while (ev.type != GRPC_QUEUE_SHUTDOWN);
+		grpc_completion_queue_destroy(s->cq);
+	}
+	if (s->unix_path[0])
+		unlink(s->unix_path);
+	grpc_shutdown();
+	free(s);
+	return NULL;
+}

@@ -1,0 +1,26 @@
+/* rpc_server.h - the gRPC server (every gRPC core call lives in rpc_server.c) */
+#ifndef IOPULSE_RPC_SERVER_H
+#define IOPULSE_RPC_SERVER_H
+
+#include <stddef.h>
+
+#include "hub.h"
+
+struct rpc_server_opts {
+	const char *unix_path;    /* NULL or "": no unix socket */
+	unsigned int unix_mode;   /* chmod of the socket */
+	const char *unix_group;   /* NULL or "": leave the group alone */
+	const char *tcp;          /* "host:port" or NULL/"" */
+};
+
+struct rpc_server;
+
+/* Bind, start, and serve hub from a thread of its own. -errno and one line in err. */
+int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_server_opts *o,
+		     char *err, size_t errlen);
+/* The TCP port bound (useful with port 0), 0 if none. */
+int rpc_server_tcp_port(const struct rpc_server *s);
+/* End every stream with UNAVAILABLE, stop, join the thread, remove the unix socket. */
+struct rpc_server *rpc_server_stop(struct rpc_server *s);
+
+#endif
