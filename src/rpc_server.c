@@ -80,6 +80,8 @@ struct rpc_server {
 	bool thread_started;
 	int stop;                  /* set by rpc_server_stop */
 	int tcp_port;
+	uint64_t fed_seq;          /* newest interval feed() has offered to every stream */
+	bool refeed;               /* a stream became ready to send again */
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct tag t_shutdown;
 };
@@ -271,6 +273,7 @@ static void subscribe(struct rpc_server *s, struct call *c, const uint8_t *req, 
 		s->streams->prev = c;
 	s->streams = c;
 	s->nstreams++;
+	s->refeed = true;   /* a replay may be due at once */
 	memset(&op, 0, sizeof(op));
 	op.op = GRPC_OP_SEND_INITIAL_METADATA;
 	start_batch(c, &op, 1, &c->t_headers);
@@ -319,10 +322,15 @@ static void new_call(struct rpc_server *s, enum method m, bool ok)
 /* Hand each idle stream its next Update, if one is due. */
 static void feed(struct rpc_server *s)
 {
+	uint64_t last = hub_last_seq(s->hub);
 	struct call *c;
 	struct hub_msg *m;
 	grpc_op op;
 
+	if (last == s->fed_seq && !s->refeed)
+		return;   /* nothing new, and nobody became free to take it */
+	s->fed_seq = last;
+	s->refeed = false;
 	for (c = s->streams; c; c = c->next) {
 		if (c->sending || c->closed || c->finishing)
 			continue;
@@ -349,6 +357,7 @@ static void completed(struct rpc_server *s, struct tag *t, bool ok)
 		return;
 	case T_SENT:
 		c->sending = false;
+		s->refeed = true;
 		if (!ok)
 			c->closed = true;  /* the stream is gone */
 		break;
@@ -604,7 +613,7 @@ struct rpc_server *rpc_server_stop(struct rpc_server *s)
 	}
 	if (s->unix_path[0])
 		unlink(s->unix_path);
-	grpc_shutdown();
+	grpc_shutdown_blocking();
 	free(s);
 	return NULL;
 }

@@ -1,0 +1,268 @@
+/* test_hub.c - Updates from intervals, exact merging, the ring and slow subscribers */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "check_main.h"
+#include "hist_math.h"
+#include "hub.h"
+#include "update_pb.h"
+
+#define K 5
+#define NB IOP_HIST_NBUCKETS(K)
+
+static struct iop_device dev;
+static struct iop_dev_interval devs[1];
+static uint64_t counts[NB];
+
+/* Interval seq: seq reads of seq*1000 ns each and one of 7 ns, over window [seq-1, seq] s. */
+static void interval(struct iop_interval *iv, uint64_t seq)
+{
+	memset(iv, 0, sizeof(*iv));
+	memset(devs, 0, sizeof(devs));
+	memset(counts, 0, sizeof(counts));
+	dev = (struct iop_device){ .dev = makedev(7, 3), .disk = makedev(7, 3), .present = true,
+				   .osd_id = -1 };
+	strcpy(dev.name, "loop3");
+	counts[iop_hist_index(seq * 1000, K)] += seq;
+	counts[iop_hist_index(7, K)] += 1;
+	devs[0].info = &dev;
+	devs[0].cnt[IOP_C_IOS + IOP_OP_READ] = seq + 1;
+	devs[0].cnt[IOP_C_BYTES + IOP_OP_READ] = (seq + 1) * 4096;
+	devs[0].hist[IOP_H_SERVICE + IOP_OP_READ] =
+		(struct iop_hist_view){ .k = K, .nbuckets = NB, .counts = counts };
+	iv->seq = seq;
+	iv->hist_k = K;
+	iv->start_mono_ns = (seq - 1) * 1000000000ull;
+	iv->end_mono_ns = seq * 1000000000ull;
+	iv->ndevs = 1;
+	iv->devs = devs;
+}
+
+static pb_update *unpack(const struct hub_msg *m)
+{
+	pb_update *u = iopulse__v1__update__unpack(NULL, m->len, m->buf);
+
+	ck_assert_ptr_nonnull(u);
+	return u;
+}
+
+static uint64_t hist_total(const Iopulse__V1__Histogram *h)
+{
+	uint64_t t = 0;
+	size_t i;
+
+	for (i = 0; h && i < h->n_count; i++)
+		t += h->count[i];
+	return t;
+}
+
+static uint8_t *subscribe_req(unsigned int multiple, size_t *len)
+{
+	Iopulse__V1__SubscribeRequest q = IOPULSE__V1__SUBSCRIBE_REQUEST__INIT;
+
+	q.interval_multiple = multiple;
+	return pb_pack_alloc(&q.base, len);
+}
+
+START_TEST(test_merge_is_exact)
+{
+	struct iop_interval iv;
+	pb_update *acc = NULL, *u;
+	const Iopulse__V1__Histogram *h;
+	uint64_t seq;
+	size_t i;
+
+	for (seq = 1; seq <= 4; seq++) {
+		interval(&iv, seq);
+		u = update_from_interval(&iv);
+		ck_assert_ptr_nonnull(u);
+		if (!acc)
+			acc = u;
+		else {
+			ck_assert_int_eq(update_merge_into(acc, u, NULL), 0);
+			update_free(u);
+		}
+	}
+	ck_assert_uint_eq(acc->merged, 4);
+	ck_assert_uint_eq(acc->first_seq, 1);
+	ck_assert_uint_eq(acc->seq, 4);
+	ck_assert_uint_eq(acc->end_monotonic_ns - acc->start_monotonic_ns, 4000000000ull);
+	ck_assert_uint_eq(acc->n_devices, 1);
+	ck_assert_uint_eq(acc->devices[0]->read->ios, 2 + 3 + 4 + 5);
+	ck_assert_uint_eq(acc->devices[0]->read->bytes, 14 * 4096);
+	h = acc->devices[0]->read->service_ns;
+	ck_assert_uint_eq(hist_total(h), 1 + 2 + 3 + 4 + 4);
+	for (i = 1; i < h->n_index; i++)
+		ck_assert_uint_lt(h->index[i - 1], h->index[i]);      /* sorted, no duplicates */
+	ck_assert_uint_eq(h->index[0], iop_hist_index(7, K));
+	ck_assert_uint_eq(h->count[0], 4);
+	ck_assert_ptr_null(acc->devices[0]->write->service_ns);  /* empty travels as absent */
+	update_free(acc);
+}
+END_TEST
+
+START_TEST(test_device_filter)
+{
+	struct iop_interval iv;
+	char *names[] = { "sda" };
+	struct update_filter f = { .devices = names, .ndevices = 1 };
+	pb_update *u, *c;
+
+	interval(&iv, 1);
+	u = update_from_interval(&iv);
+	c = update_copy(u, &f);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq(c->n_devices, 0);
+	ck_assert_uint_eq(c->merged, 1);
+	update_free(c);
+	update_free(u);
+}
+END_TEST
+
+/* A subscriber that stops taking Updates gets the missed intervals merged; with a ring of 3
+ * intervals, the ones that fall out are carried for it: no count is lost. */
+START_TEST(test_slow_subscriber_loses_nothing)
+{
+	struct hub *h;
+	struct hub_sub *fast, *slow;
+	struct hub_msg *m;
+	struct iop_interval iv;
+	char err[256];
+	uint64_t seq, fast_ios = 0;
+	uint8_t *req;
+	size_t len;
+	pb_update *u;
+
+	ck_assert_int_eq(hub_new(&h, 1000, 2000), 0);   /* ring: 3 intervals */
+	interval(&iv, 1);
+	ck_assert_int_eq(hub_publish(h, &iv), 0);
+	req = subscribe_req(1, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &fast, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &slow, err, sizeof(err)), 0);
+	free(req);
+	ck_assert_ptr_null(hub_next(h, fast));               /* starts with the next interval */
+	for (seq = 2; seq <= 9; seq++) {
+		interval(&iv, seq);
+		ck_assert_int_eq(hub_publish(h, &iv), 0);
+		m = hub_next(h, fast);
+		ck_assert_ptr_nonnull(m);
+		u = unpack(m);
+		ck_assert_uint_eq(u->seq, seq);
+		ck_assert_uint_eq(u->merged, 1);
+		fast_ios += u->devices[0]->read->ios;
+		update_free(u);
+		hub_msg_unref(m);
+	}
+	m = hub_next(h, slow);
+	ck_assert_ptr_nonnull(m);
+	u = unpack(m);
+	ck_assert_uint_eq(u->first_seq, 2);
+	ck_assert_uint_eq(u->seq, 9);
+	ck_assert_uint_eq(u->merged, 8);
+	ck_assert_uint_eq(u->devices[0]->read->ios, fast_ios);
+	ck_assert_uint_eq(hist_total(u->devices[0]->read->service_ns), 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 8);
+	update_free(u);
+	hub_msg_unref(m);
+	ck_assert_ptr_null(hub_next(h, slow));
+	ck_assert_uint_eq(hub_subscriber_count(h), 2);
+	hub_unsubscribe(h, fast);
+	hub_unsubscribe(h, slow);
+	ck_assert_uint_eq(hub_subscriber_count(h), 0);
+	hub_free(h);
+}
+END_TEST
+
+START_TEST(test_bad_requests)
+{
+	struct hub *h;
+	struct hub_sub *s;
+	struct iop_interval iv;
+	char err[256] = "";
+	uint8_t *req;
+	size_t len;
+	Iopulse__V1__SubscribeRequest q = IOPULSE__V1__SUBSCRIBE_REQUEST__INIT;
+	char *names[] = { "nvme9n9" };
+
+	ck_assert_int_eq(hub_new(&h, 1000, 600000), 0);
+	interval(&iv, 1);
+	ck_assert_int_eq(hub_publish(h, &iv), 0);
+	req = subscribe_req(0, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "interval_multiple 0"));
+	free(req);
+	q.interval_multiple = 1;
+	q.replay_seconds = 601;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "replay_seconds 601"));
+	free(req);
+	q.replay_seconds = 0;
+	q.n_devices = 1;
+	q.devices = names;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "unknown device 'nvme9n9'"));
+	free(req);
+	ck_assert_int_eq(hub_subscribe(h, (const uint8_t *)"\xff\xff", 2, &s, err, sizeof(err)),
+			 -EINVAL);
+	hub_free(h);
+}
+END_TEST
+
+START_TEST(test_marks_land_in_the_next_update)
+{
+	struct hub *h;
+	struct hub_msg *m, *snap;
+	struct iop_interval iv;
+	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
+	char err[256];
+	uint8_t *req;
+	size_t len;
+	pb_update *u;
+
+	ck_assert_int_eq(hub_new(&h, 1000, 10000), 0);
+	q.name = "fill";
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(hub_mark(h, req, len, &m, err, sizeof(err)), 0);
+	hub_msg_unref(m);
+	q.end = 1;
+	free(req);
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(hub_mark(h, req, len, &m, err, sizeof(err)), 0);
+	hub_msg_unref(m);
+	free(req);
+	interval(&iv, 1);
+	ck_assert_int_eq(hub_publish(h, &iv), 0);
+	ck_assert_int_eq(hub_snapshot(h, (const uint8_t *)"", 0, &snap, err, sizeof(err)), 0);
+	u = unpack(snap);
+	ck_assert_uint_eq(u->n_phases, 2);
+	ck_assert_str_eq(u->phases[0]->name, "fill");
+	ck_assert(!u->phases[0]->end && u->phases[1]->end);
+	ck_assert_uint_lt(u->phases[0]->id, u->phases[1]->id);
+	update_free(u);
+	hub_msg_unref(snap);
+	hub_free(h);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("hub");
+	TCase *tc = tcase_create("hub");
+
+	tcase_add_test(tc, test_merge_is_exact);
+	tcase_add_test(tc, test_device_filter);
+	tcase_add_test(tc, test_slow_subscriber_loses_nothing);
+	tcase_add_test(tc, test_bad_requests);
+	tcase_add_test(tc, test_marks_land_in_the_next_update);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(suite());
+}
