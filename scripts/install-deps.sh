@@ -9,4 +9,4 @@ apt-get install -y -qq --no-install-recommends \
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler \
 	fio e2fsprogs util-linux python3 python3-pytest valgrind \
 	python3-grpcio python3-protobuf python3-grpc-tools python3-rich python3-venv \
-	python3-pip python3-setuptools >/dev/null
+	python3-pip python3-setuptools python3-wheel >/dev/null

@@ -1,11 +1,24 @@
 #!/bin/sh
-# Fresh Debian 12: install dependencies, build, and run every test (unit, then the
-# privileged integration tests on real loop devices). Run as root. Exits non-zero on
-# any failure.
+# Fresh Debian 12: install dependencies, build, and run every test: C unit tests, the Python
+# client's unit tests, the privileged integration tests (the real daemon with its BPF programs
+# on loop devices, the gRPC server on sockets, the Python client over the wire), then the gRPC
+# server tests again against a daemon built with AddressSanitizer + UndefinedBehaviorSanitizer.
+# Run as root. Exits non-zero on any failure.
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 [ -d build ] || meson setup build
 ninja -C build
 meson test -C build --suite unit --print-errorlogs
-/usr/bin/python3 -m pytest -v -s -p no:cacheprovider tests/integration
+PY=/usr/bin/python3
+PYTHONPATH=clients/python/src $PY -m pytest -q -p no:cacheprovider clients/python/tests
+$PY -m pytest -v -s -p no:cacheprovider tests/integration
+
+echo "== gRPC server under ASan+UBSan"
+[ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+	-Dtests=false
+ninja -C build-asan iopulsed
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+IOPULSED="$PWD/build-asan/iopulsed" \
+	$PY -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py

@@ -265,14 +265,34 @@ static int check_config(const char *path)
 	return 0;
 }
 
+/* The options live as long as the process; the lists parse_globs() made are freed at exit. */
+static struct daemon_opts o;
+
+static void free_strlist(struct iop_strlist *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static void free_options(void)
+{
+	free_strlist(&o.ov.dev_include);
+	free_strlist(&o.ov.dev_exclude);
+	free_strlist(&o.ov.thread_include);
+}
+
 int main(int argc, char **argv)
 {
-	struct daemon_opts o = { 0 };
 	struct iop_config cfg;
 	const char *check = NULL;
 	char err[1024];
 	int r;
 
+	atexit(free_options);
 	if (parse_args(argc, argv, &o, &check))
 		return EXIT_USAGE;
 	if (check)

@@ -1,0 +1,90 @@
+"""Helpers for the gRPC tests: the iopulse client from this tree, subscriber threads."""
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from typing import Optional
+
+from iopulse_testlib import REPO
+
+sys.path.insert(0, str(REPO / "clients" / "python" / "src"))
+
+import iopulse  # noqa: E402  (the package under test, from the source tree)
+
+
+def tcp_port(d, timeout: float = 5.0) -> int:
+    """The TCP port iopulsed logged ('serving gRPC on tcp port N')."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(r"serving gRPC on tcp port (\d+)", d.stderr_text())
+        if m:
+            return int(m.group(1))
+        time.sleep(0.05)
+    raise AssertionError(f"no TCP port in the daemon's log: {d.describe()}")
+
+
+class Collector(threading.Thread):
+    """Subscribes and keeps every Update with its arrival time (time.time())."""
+
+    def __init__(self, target: str, pause_after: Optional[int] = None, pause_s: float = 0.0,
+                 **subscribe_args):
+        super().__init__(daemon=True)
+        self.client = iopulse.Client(target)
+        self.args = subscribe_args
+        self.updates: list = []
+        self.arrived: list[float] = []
+        self.error: Optional[BaseException] = None
+        self.pause_after, self.pause_s = pause_after, pause_s
+        self.sub = None
+        self.started_ev = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.sub = self.client.subscribe(**self.args)
+            self.started_ev.set()
+            for u in self.sub:
+                self.updates.append(u)
+                self.arrived.append(time.time())
+                if self.pause_after is not None and len(self.updates) == self.pause_after:
+                    time.sleep(self.pause_s)
+        except BaseException as e:  # noqa: BLE001 - kept for the test to assert on
+            self.error = e
+        finally:
+            self.started_ev.set()
+
+    def stop(self) -> None:
+        if self.sub is not None:
+            self.sub.cancel()
+        self.join(10)
+        self.client.close()
+
+    def seqs(self) -> list[tuple[int, int]]:
+        return [(u.first_seq, u.seq) for u in self.updates]
+
+
+def covered(updates) -> list[int]:
+    """Every interval seq the Updates cover, in order (first_seq..seq of each)."""
+    out: list[int] = []
+    for u in updates:
+        out.extend(range(u.first_seq, u.seq + 1))
+    return out
+
+
+def ios(update, dev: str, op: str) -> int:
+    d = update.devices.get(dev)
+    return d.ops[op].ios if d else 0
+
+
+def nbytes(update, dev: str, op: str) -> int:
+    d = update.devices.get(dev)
+    return d.ops[op].bytes if d else 0
+
+
+def rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")

@@ -1,0 +1,332 @@
+"""The gRPC server against the real daemon, through the iopulse Python client over the wire."""
+from __future__ import annotations
+
+import itertools
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from grpc_testlib import Collector, covered, ios, iopulse, nbytes, rss_kb, tcp_port
+from iopulse_testlib import REPO, run_fio, wait_idle
+
+CLIENT_SRC = str(REPO / "clients" / "python" / "src")
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def json_by_seq(d, dev: str) -> dict[int, dict]:
+    out = {}
+    for iv in d.all_intervals():
+        for dv in iv["devices"]:
+            if dv["name"] == dev:
+                out[iv["seq"]] = dv["ops"]
+        out.setdefault(iv["seq"], None)
+    return out
+
+
+def test_counts_over_unix_and_tcp_match_json_and_diskstats(loopdev, daemon):
+    lo = loopdev("512M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name, "--tcp", "127.0.0.1:0")
+    cols = [Collector(f"unix:{d.socket}"), Collector(f"127.0.0.1:{tcp_port(d)}")]
+    for c in cols:
+        c.start()
+    wait_for(lambda: all(c.updates for c in cols), 10, "a first Update on both transports")
+    before = wait_idle(lo.name)
+    run_fio(name="iop-grpc", filename=lo.path, rw="randrw", bs="4k", ioengine="libaio",
+            iodepth=8, direct=1, size="512M", number_ios=3000, randrepeat=0)
+    after = wait_idle(lo.name)
+    last = d.next_interval(timeout=5)["seq"] + 1
+    wait_for(lambda: all(c.updates and c.updates[-1].seq >= last for c in cols), 10,
+             f"interval {last} on both transports")
+    for c in cols:
+        c.stop()
+        assert c.error is None or isinstance(c.error, iopulse.Cancelled), c.error
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+    truth = after - before
+    js = json_by_seq(d, lo.name)
+    for c, name in zip(cols, ("unix", "tcp")):
+        seqs = covered(c.updates)
+        assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"{name}: intervals missing: {seqs}"
+        for u in c.updates:
+            assert u.merged == u.seq - u.first_seq + 1
+            for op in ("read", "write"):
+                want = js[u.seq][op]["ios"] if js.get(u.seq) else 0
+                assert u.merged > 1 or ios(u, lo.name, op) == want, \
+                    f"{name} seq {u.seq} {op}: client {ios(u, lo.name, op)} != --json {want}"
+        got_r = sum(ios(u, lo.name, "read") for u in c.updates)
+        got_w = sum(ios(u, lo.name, "write") for u in c.updates)
+        got_rb = sum(nbytes(u, lo.name, "read") for u in c.updates)
+        got_wb = sum(nbytes(u, lo.name, "write") for u in c.updates)
+        print(f"\n{name}: {len(c.updates)} Updates, reads {got_r} ({got_rb} B), writes {got_w} "
+              f"({got_wb} B); diskstats reads {truth.reads} ({truth.read_bytes} B), writes "
+              f"{truth.writes} ({truth.write_bytes} B)")
+        assert (got_r, got_rb) == (truth.reads, truth.read_bytes), f"{name} reads"
+        assert (got_w, got_wb) == (truth.writes, truth.write_bytes), f"{name} writes"
+
+
+def test_snapshot_and_info(loopdev, daemon):
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name)
+    run_fio(name="iop-snap", filename=lo.path, rw="randwrite", bs="4k", ioengine="psync",
+            direct=1, size="256M", number_ios=700, randrepeat=0)
+    wait_idle(lo.name)
+    d.next_interval(timeout=5)
+    d.next_interval(timeout=5)
+    with iopulse.Client(f"unix:{d.socket}") as c:
+        snap = c.snapshot(devices=[lo.name])
+        info = c.info()
+    js = [iv for iv in d.all_intervals() if iv["seq"] <= snap.seq]
+    want = sum(dv["ops"]["write"]["ios"] for iv in js for dv in iv["devices"]
+               if dv["name"] == lo.name)
+    print(f"\nsnapshot: {snap.merged} intervals to seq {snap.seq}: writes "
+          f"{ios(snap, lo.name, 'write')}; --json {want}")
+    assert snap.first_seq == 1 and snap.merged == snap.seq
+    assert ios(snap, lo.name, "write") == want >= 700
+    assert list(snap.devices) == [lo.name]
+    assert info.attach_mode in ("tp_btf", "raw_tp")
+    assert info.histogram.precision == 5 and info.histogram.buckets > 0
+    assert lo.name in [x.name for x in info.devices]
+    assert info.config["interval"] == "1000ms"
+    assert info.kernel == os.uname().release
+    assert info.cost.rss_bytes > 0
+    assert d.stop(signal.SIGTERM) == 0
+
+
+def test_invalid_requests_get_invalid_argument(daemon):
+    d = daemon("-i", "1s")
+    d_ready = iopulse.Client(f"unix:{d.socket}")
+    wait_for(lambda: d_ready.info().last_seq >= 1, 10, "the first interval")
+    cases = [
+        (dict(interval_multiple=0), "interval_multiple 0"),
+        (dict(devices=["nosuchdev"]), "unknown device 'nosuchdev'"),
+        (dict(replay_seconds=100000), "replay_seconds 100000"),
+    ]
+    with d_ready as c:
+        for args, msg in cases:
+            with pytest.raises(iopulse.InvalidArgument) as ei:
+                list(itertools.islice(c.subscribe(**args), 1))
+            print(f"\nSubscribe({args}): {ei.value}")
+            assert msg in str(ei.value)
+        with pytest.raises(iopulse.InvalidArgument) as ei:
+            c.snapshot(devices=["nosuchdev"])
+        assert "unknown device" in str(ei.value)
+        with pytest.raises(iopulse.InvalidArgument) as ei:
+            c.mark_phase("")
+        assert "phase name" in str(ei.value)
+        assert c.info().last_seq >= 1   # still serving
+    assert d.stop(signal.SIGTERM) == 0
+
+
+def test_hundred_subscribers_get_every_interval(loopdev, daemon):
+    lo = loopdev("256M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    cols = [Collector(f"unix:{d.socket}") for _ in range(100)]
+    for c in cols:
+        c.start()
+    wait_for(lambda: all(c.updates for c in cols), 20, "a first Update at all 100 subscribers")
+    load = threading.Thread(target=run_fio, kwargs=dict(
+        name="iop-fan", filename=lo.path, rw="randread", bs="4k", ioengine="psync", direct=1,
+        size="256M", time_based=True, runtime="5s", rate_iops=300))
+    load.start()
+    time.sleep(2)
+    rss = rss_kb(d.pid)
+    load.join()
+    time.sleep(1.5)
+    for c in cols:
+        c.stop()
+    assert d.running(), d.describe()
+    assert d.stop(signal.SIGTERM) == 0
+    first = max(c.updates[0].first_seq for c in cols)
+    last = min(c.updates[-1].seq for c in cols)
+    assert last - first >= 5, f"only intervals {first}..{last} seen by all"
+    ref = {u.seq: ios(u, lo.name, "read") for u in cols[0].updates}
+    for i, c in enumerate(cols):
+        seqs = covered(c.updates)
+        assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"subscriber {i}: gaps {seqs}"
+        for u in c.updates:
+            if first <= u.seq <= last and u.merged == 1:
+                assert ios(u, lo.name, "read") == ref[u.seq], f"subscriber {i} seq {u.seq}"
+    spread = []
+    for seq in range(first, last + 1):
+        at = [c.arrived[[u.seq for u in c.updates].index(seq)] for c in cols
+              if seq in [u.seq for u in c.updates]]
+        spread.append(max(at) - min(at))
+    spread.sort()
+    print(f"\n100 subscribers, intervals {first}..{last}: fan-out spread (last minus first "
+          f"arrival) median {spread[len(spread) // 2] * 1e3:.1f} ms, max "
+          f"{spread[-1] * 1e3:.1f} ms; daemon RSS {rss / 1024:.1f} MiB")
+    assert sum(ios(u, lo.name, "read") for u in cols[0].updates) > 0
+
+
+def test_slow_subscriber_gets_merged_updates_without_losing_counts(loopdev, daemon):
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name)
+    slow = Collector(f"unix:{d.socket}", pause_after=2, pause_s=10.0)
+    slow.start()
+    wait_for(lambda: slow.updates, 10, "the first Update")
+    load = threading.Thread(target=run_fio, kwargs=dict(
+        name="iop-slow", filename=lo.path, rw="randwrite", bs="4k", ioengine="psync", direct=1,
+        size="256M", time_based=True, runtime="14s", rate_iops=500))
+    load.start()
+    load.join()
+    wait_idle(lo.name)
+    last = d.next_interval(timeout=5)["seq"]
+    wait_for(lambda: slow.updates and slow.updates[-1].seq >= last, 15, f"interval {last}")
+    slow.stop()
+    assert d.stop(signal.SIGTERM) == 0
+    seqs = covered(slow.updates)
+    assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"intervals lost: {seqs}"
+    js = json_by_seq(d, lo.name)
+    got = sum(ios(u, lo.name, "write") for u in slow.updates)
+    want = sum(ops["write"]["ios"] for s, ops in js.items() if ops and seqs[0] <= s <= seqs[-1])
+    merged = [u for u in slow.updates if u.merged > 1]
+    ages = [(u.seq, u.merged, a - u.end_realtime_ns / 1e9) for u, a in
+            zip(slow.updates, slow.arrived)]
+    after_pause = ages[2:]
+    stale = [x for x in after_pause if x[2] > 1.5]
+    print(f"\nslow subscriber: {len(slow.updates)} Updates, merged ones "
+          f"{[(u.first_seq, u.seq) for u in merged]}; writes {got} == --json {want}; "
+          f"(seq, merged, age s) after the 10 s pause: "
+          + ", ".join(f"({s},{m},{a:.2f})" for s, m, a in after_pause[:6]))
+    assert got == want > 0
+    assert merged, "a subscriber 10 s behind got no merged Update"
+    assert merged[0].merged >= 5
+    # Data older than an interval reaches it only from what sat in the HTTP/2 windows.
+    assert len(stale) <= 2, f"stale Updates after the pause: {stale}"
+    assert max(a for s, m, a in after_pause if m > 1) <= 1.5
+
+
+def _client_proc(target: str) -> subprocess.Popen:
+    code = ("import sys; sys.path.insert(0, %r); import iopulse\n"
+            "for u in iopulse.Client(%r).subscribe():\n"
+            "    print(u.seq, flush=True)\n") % (CLIENT_SRC, target)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+
+
+def test_cancel_and_kill9_of_clients_leave_the_daemon_healthy(daemon):
+    d = daemon("-i", "1s")
+    target = f"unix:{d.socket}"
+    procs = [_client_proc(target) for _ in range(3)]
+    try:
+        for p in procs:
+            assert p.stdout.readline().strip(), "a client process got no Update"
+        procs[0].kill()
+        procs[1].kill()
+        procs[0].wait(5)
+        procs[1].wait(5)
+        c = Collector(target)
+        c.start()
+        wait_for(lambda: len(c.updates) >= 2, 10, "Updates after two clients were killed")
+        c.stop()                                    # cancel
+        with iopulse.Client(target) as cl:
+            wait_for(lambda: cl.info().subscribers == 1, 10, "one subscriber left")
+            assert d.running()
+            more = Collector(target)
+            more.start()
+            wait_for(lambda: len(more.updates) >= 2, 10, "a fresh subscriber")
+            more.stop()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(5)
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+def test_phase_marks_arrive_in_order_everywhere(daemon):
+    d = daemon("-i", "1s")
+    target = f"unix:{d.socket}"
+    cols = [Collector(target) for _ in range(5)]
+    for c in cols:
+        c.start()
+    wait_for(lambda: all(c.updates for c in cols), 10, "a first Update")
+    with iopulse.Client(target) as cl:
+        with cl.mark_phase("fill", run="7"):
+            cl.mark_phase("warmup")
+            time.sleep(1.2)
+            cl.mark_phase("warmup", end=True)
+    time.sleep(2.5)
+    for c in cols:
+        c.stop()
+    assert d.stop(signal.SIGTERM) == 0
+    want = [("fill", False), ("warmup", False), ("warmup", True), ("fill", True)]
+    for i, c in enumerate(cols):
+        marks = [(m, u) for u in c.updates for m in u.phases]
+        assert [(m.name, m.end) for m, _ in marks] == want, f"subscriber {i}: {marks}"
+        ids = [m.id for m, _ in marks]
+        assert ids == sorted(ids) and len(set(ids)) == 4
+        for m, u in marks:
+            assert u.start_monotonic_ns < m.monotonic_ns <= u.end_monotonic_ns, \
+                f"mark {m.name} outside its Update's window"
+        assert marks[0][0].labels == {"run": "7"}
+
+
+def test_shutdown_ends_live_streams_with_unavailable(daemon):
+    d = daemon("-i", "1s")
+    cols = [Collector(f"unix:{d.socket}") for _ in range(3)]
+    for c in cols:
+        c.start()
+    wait_for(lambda: all(c.updates for c in cols), 10, "a first Update")
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+    for c in cols:
+        c.join(10)
+        assert not c.is_alive()
+        assert isinstance(c.error, iopulse.Unavailable), repr(c.error)
+        assert "shutting down" in str(c.error)
+    assert not os.path.exists(d.socket), "socket left behind"
+
+
+def test_top_renders_in_a_pseudo_terminal(loopdev, daemon):
+    lo = loopdev("256M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    master, slave = os.openpty()
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="160", LINES="40",
+               PYTHONPATH=CLIENT_SRC)
+    p = subprocess.Popen([sys.executable, "-m", "iopulse", "--target", f"unix:{d.socket}", "top"],
+                         stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    screen = b""
+    try:
+        load = threading.Thread(target=run_fio, kwargs=dict(
+            name="iop-top", filename=lo.path, rw="randread", bs="4k", ioengine="psync",
+            direct=1, size="256M", time_based=True, runtime="4s", rate_iops=200))
+        load.start()
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                try:
+                    screen += os.read(master, 65536)
+                except OSError:
+                    break
+        load.join()
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        os.close(master)
+    text = screen.decode(errors="replace")
+    print(f"\ntop wrote {len(screen)} bytes; exit {rc}")
+    assert lo.name in text, f"device {lo.name} not on the screen: {text[-2000:]!r}"
+    assert "IOPS" in text
+    assert "\x1b[" in text, "no terminal control sequences: not refreshing in place"
+    assert rc == 0
