@@ -65,6 +65,7 @@ static void publish(struct pipeline *pl, const struct iop_config *c, const struc
 	is.last_seq = hub_last_seq(srv.hub);
 	is.subscribers = hub_subscriber_count(srv.hub);
 	is.ring_seconds = hub_ring_seconds(srv.hub);
+	hub_last_fanout(srv.hub, &is.fanout_ns, &is.fanout_streams);
 	info = info_build(&is);
 	if (info)
 		hub_set_info(srv.hub, info);

@@ -44,6 +44,8 @@ struct hub {
 	struct hub_msg *info;
 	struct hub_sub *subs;
 	unsigned int nsubs;
+	uint64_t fanout_ns;
+	unsigned int fanout_n;
 };
 
 struct hub_msg *hub_msg_new(uint8_t *buf, size_t len)
@@ -284,6 +286,22 @@ unsigned int hub_subscriber_count(struct hub *h)
 	v = h->nsubs;
 	pthread_mutex_unlock(&h->lock);
 	return v;
+}
+
+void hub_note_fanout(struct hub *h, uint64_t ns, unsigned int n)
+{
+	pthread_mutex_lock(&h->lock);
+	h->fanout_ns = ns;
+	h->fanout_n = n;
+	pthread_mutex_unlock(&h->lock);
+}
+
+void hub_last_fanout(struct hub *h, uint64_t *ns, unsigned int *n)
+{
+	pthread_mutex_lock(&h->lock);
+	*ns = h->fanout_ns;
+	*n = h->fanout_n;
+	pthread_mutex_unlock(&h->lock);
 }
 
 unsigned int hub_ring_seconds(const struct hub *h)

@@ -35,6 +35,9 @@ void hub_set_info(struct hub *h, struct hub_msg *m);
 uint64_t hub_last_seq(struct hub *h);
 unsigned int hub_subscriber_count(struct hub *h);
 unsigned int hub_ring_seconds(const struct hub *h);
+/* The server's last fan-out: ns to hand a new interval to n streams. */
+void hub_note_fanout(struct hub *h, uint64_t ns, unsigned int n);
+void hub_last_fanout(struct hub *h, uint64_t *ns, unsigned int *n);
 
 /* ---- the server's side; requests are packed protobuf. -EINVAL: err says what is wrong ---- */
 

@@ -171,6 +171,8 @@ struct hub_msg *info_build(const struct info_src *s)
 	info->started_realtime_ns = s->started_realtime_ns;
 	info->last_seq = s->last_seq;
 	info->subscribers = s->subscribers;
+	info->fanout_ns = s->fanout_ns;
+	info->fanout_streams = s->fanout_streams;
 	info->histogram = malloc(sizeof(*info->histogram));
 	info->cost = malloc(sizeof(*info->cost));
 	if (!info->version || !info->kernel || !info->attach_mode || !info->histogram ||

@@ -21,6 +21,8 @@ struct info_src {
 	uint64_t last_seq;
 	unsigned int subscribers;
 	unsigned int ring_seconds;
+	uint64_t fanout_ns;
+	unsigned int fanout_streams;
 };
 
 /* NULL on ENOMEM. */

@@ -323,11 +323,14 @@ static void new_call(struct rpc_server *s, enum method m, bool ok)
 static void feed(struct rpc_server *s)
 {
 	uint64_t last = hub_last_seq(s->hub);
+	gpr_timespec t0 = gpr_now(GPR_CLOCK_MONOTONIC), dt;
+	bool fresh = last != s->fed_seq;
+	unsigned int handed = 0;
 	struct call *c;
 	struct hub_msg *m;
 	grpc_op op;
 
-	if (last == s->fed_seq && !s->refeed)
+	if (!fresh && !s->refeed)
 		return;   /* nothing new, and nobody became free to take it */
 	s->fed_seq = last;
 	s->refeed = false;
@@ -341,7 +344,13 @@ static void feed(struct rpc_server *s)
 		op.op = GRPC_OP_SEND_MESSAGE;
 		op.data.send_message.send_message = buffer_of(m);
 		c->sending = start_batch(c, &op, 1, &c->t_sent);
+		handed += c->sending;
 		grpc_byte_buffer_destroy(op.data.send_message.send_message);
+	}
+	if (fresh && handed) {
+		dt = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), t0);
+		hub_note_fanout(s->hub, (uint64_t)dt.tv_sec * 1000000000ull + (uint64_t)dt.tv_nsec,
+				handed);
 	}
 }
 

@@ -145,6 +145,12 @@ def test_hundred_subscribers_get_every_interval(loopdev, daemon):
     load.start()
     time.sleep(2)
     rss = rss_kb(d.pid)
+    fan = []
+    with iopulse.Client(f"unix:{d.socket}") as cl:
+        for _ in range(3):
+            i = cl.info()
+            fan.append((i.fanout_ns, i.fanout_streams))
+            time.sleep(1)
     load.join()
     time.sleep(1.5)
     for c in cols:
@@ -169,7 +175,10 @@ def test_hundred_subscribers_get_every_interval(loopdev, daemon):
     spread.sort()
     print(f"\n100 subscribers, intervals {first}..{last}: fan-out spread (last minus first "
           f"arrival) median {spread[len(spread) // 2] * 1e3:.1f} ms, max "
-          f"{spread[-1] * 1e3:.1f} ms; daemon RSS {rss / 1024:.1f} MiB")
+          f"{spread[-1] * 1e3:.1f} ms (client threads); server hand-off of one interval to "
+          f"all streams: {', '.join(f'{ns / 1e3:.0f} us/{n}' for ns, n in fan)}; "
+          f"daemon RSS {rss / 1024:.1f} MiB")
+    assert all(n == 100 for _, n in fan), f"fan-out did not reach 100 streams: {fan}"
     assert sum(ios(u, lo.name, "read") for u in cols[0].updates) > 0
 
 

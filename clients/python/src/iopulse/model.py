@@ -248,6 +248,8 @@ class Info:
     started_realtime_ns: int
     last_seq: int
     subscribers: int
+    fanout_ns: int = 0
+    fanout_streams: int = 0
 
     @classmethod
     def from_pb(cls, pb) -> "Info":
@@ -262,7 +264,7 @@ class Info:
                    AgentCost(c.bpf_run_time_ns, c.bpf_run_count, c.bpf_stats, c.cpu_user_s,
                              c.cpu_system_s, c.rss_bytes),
                    pb.interval_ns, pb.ring_seconds, pb.started_realtime_ns, pb.last_seq,
-                   pb.subscribers)
+                   pb.subscribers, pb.fanout_ns, pb.fanout_streams)
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
