@@ -403,3 +403,13 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	prog_stats(a, iv);
 	return 0;
 }
+
+uint64_t aggregator_seq(const struct aggregator *a)
+{
+	return a->seq;
+}
+
+void aggregator_set_seq(struct aggregator *a, uint64_t seq)
+{
+	a->seq = seq;
+}

@@ -24,4 +24,8 @@ struct aggregator *aggregator_free(struct aggregator *a);
 int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
 		       bool final);
 
+/* Interval sequence numbers: a reload's new aggregator carries on from the old one's. */
+uint64_t aggregator_seq(const struct aggregator *a);
+void aggregator_set_seq(struct aggregator *a, uint64_t seq);
+
 #endif

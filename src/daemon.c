@@ -306,9 +306,18 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 			config_release(&fresh);
 			return 0;
 		}
+		aggregator_set_seq(next.agg, aggregator_seq(pl->agg));
 		pipeline_stop(pl);
 		*pl = next;
 	}
+	if (fresh.server_enabled != cfg->server_enabled || fresh.server_ring_ms != cfg->server_ring_ms ||
+	    fresh.server_socket_mode != cfg->server_socket_mode ||
+	    strcmp(fresh.server_socket, cfg->server_socket) ||
+	    strcmp(fresh.server_socket_group, cfg->server_socket_group) ||
+	    strcmp(fresh.server_tcp, cfg->server_tcp) ||
+	    (cfg->server_enabled && fresh.interval_ms != cfg->interval_ms))
+		log_warn("server settings take effect when iopulsed restarts (the replay ring "
+			 "keeps its length in intervals)");
 	log_setup(fresh.log_level, o->use_syslog);
 	if (fresh.interval_ms != cfg->interval_ms)
 		arm_timer(tfd, fresh.interval_ms);

@@ -390,6 +390,9 @@ static void shut_down(struct rpc_server *s)
 	struct call *c;
 	grpc_event ev;
 
+	/* the daemon's last (partial) interval goes out before the status */
+	s->refeed = true;
+	feed(s);
 	for (c = s->streams; c; c = c->next) {
 		if (c->closed || c->finishing)
 			continue;
