@@ -461,9 +461,21 @@ static int load_globs(struct loader *ld, const yaml_node_t *n, const char *key,
 	return 0;
 }
 
+/* Replace *out with a copy of s. */
+static int set_string(char **out, const char *s)
+{
+	char *dup = strdup(s);
+
+	if (!dup)
+		return -ENOMEM;
+	free(*out);
+	*out = dup;
+	return 0;
+}
+
 static int load_path(struct loader *ld, const yaml_node_t *n, const char *key, char **out)
 {
-	char buf[48], *dup;
+	char buf[48];
 	const char *s;
 	int r;
 
@@ -473,12 +485,7 @@ static int load_path(struct loader *ld, const yaml_node_t *n, const char *key, c
 	if (s[0] != '/')
 		return fail(ld, n, key, "'%s' is not an absolute path (must start with /)",
 			    shown(n, buf, sizeof(buf)));
-	dup = strdup(s);
-	if (!dup)
-		return -ENOMEM;
-	free(*out);
-	*out = dup;
-	return 0;
+	return set_string(out, s);
 }
 
 static int load_mode(struct loader *ld, const yaml_node_t *n, const char *key, uint32_t *out)
@@ -504,7 +511,7 @@ static int load_mode(struct loader *ld, const yaml_node_t *n, const char *key, u
 static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,
 		     bool listen)
 {
-	char buf[48], *dup;
+	char buf[48];
 	const char *s, *colon;
 	int r;
 
@@ -524,12 +531,7 @@ static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, c
 				    "\"0.0.0.0:7073\", \"[::]:7073\", \"127.0.0.1:0\")",
 				    shown(n, buf, sizeof(buf)));
 	}
-	dup = strdup(s);
-	if (!dup)
-		return -ENOMEM;
-	free(*out);
-	*out = dup;
-	return 0;
+	return set_string(out, s);
 }
 
 static int load_log_level(struct loader *ld, const yaml_node_t *n, const char *key,
