@@ -211,8 +211,9 @@ static void evict_oldest(struct hub *h)
 				iopulse__v1__update__init(s->carry);
 		}
 		if (!u || !s->carry || update_merge_into(s->carry, u, &s->f))
-			fprintf(stderr, "iopulsed: warning: out of memory keeping a slow subscriber's "
-				"interval %llu\n", (unsigned long long)e->seq);
+			fprintf(stderr, "iopulsed: warning: interval %llu could not be kept for a "
+				"subscriber more than server.ring behind (out of memory, or the "
+				"histogram precision changed)\n", (unsigned long long)e->seq);
 		s->next_seq = e->seq + 1;
 	}
 	update_free(u);
@@ -241,6 +242,14 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 	m = pack_msg(&u->base);
 	r = m ? 0 : -ENOMEM;
 	r = r ?: remember_devices(h, u);
+	if (!r && h->cum->merged && h->cum->precision != u->precision) {
+		/* a reload changed the histogram layout: the snapshot starts again */
+		update_free(h->cum);
+		h->cum = malloc(sizeof(*h->cum));
+		if (h->cum)
+			iopulse__v1__update__init(h->cum);
+		r = h->cum ? 0 : -ENOMEM;
+	}
 	r = r ?: update_merge_into(h->cum, u, NULL);
 	if (m) {
 		if (h->n == h->cap)
@@ -439,7 +448,8 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
 	struct hub_msg **take = NULL, *out = NULL;
 	pb_update *acc = NULL, *u;
 	size_t ntake = 0, i;
-	uint64_t avail = 0, carried;
+	uint64_t avail = 0, carried, stop_seq = 0;
+	int r;
 
 	pthread_mutex_lock(&h->lock);
 	if (h->last_seq >= s->next_seq)
@@ -478,14 +488,22 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
 			iopulse__v1__update__init(acc);
 	}
 	for (i = 0; i < ntake; i++) {
-		u = acc ? unpack_entry(take[i]) : NULL;
-		if (!u || update_merge_into(acc, u, &s->f))
+		u = acc && !stop_seq ? unpack_entry(take[i]) : NULL;
+		r = u ? update_merge_into(acc, u, &s->f) : -ENOMEM;
+		if (r == -EXDEV)
+			stop_seq = u->seq;   /* a new histogram layout: it starts the next Update */
+		else if (r && !stop_seq)
 			fprintf(stderr, "iopulsed: warning: out of memory merging intervals for a "
 				"subscriber\n");
 		update_free(u);
 		hub_msg_unref(take[i]);
 	}
 	free(take);
+	if (stop_seq) {
+		pthread_mutex_lock(&h->lock);
+		s->next_seq = stop_seq;
+		pthread_mutex_unlock(&h->lock);
+	}
 	if (acc)
 		out = pack_msg(&acc->base);
 	update_free(acc);

@@ -387,6 +387,8 @@ int update_merge_into(pb_update *acc, const pb_update *src, const struct update_
 	size_t i, j;
 	int r;
 
+	if (acc->merged && src->merged && acc->precision != src->precision)
+		return -EXDEV;   /* histograms of two layouts do not add up */
 	for (i = 0; i < src->n_devices; i++) {
 		const Iopulse__V1__DeviceStats *s = src->devices[i];
 

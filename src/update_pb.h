@@ -33,7 +33,8 @@ pb_update *update_copy(const pb_update *m, const struct update_filter *f);
 /*
  * Add src (the intervals right after acc's, or any later ones) into acc through f: counts
  * and histograms add up, the window grows to src's end, phase marks are appended in order.
- * Returns 0 or -ENOMEM (acc stays consistent, possibly partly merged).
+ * Returns 0, -EXDEV when the two use different histogram precisions (nothing merged), or
+ * -ENOMEM (acc stays consistent, possibly partly merged).
  */
 int update_merge_into(pb_update *acc, const pb_update *src, const struct update_filter *f);
 

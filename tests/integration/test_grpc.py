@@ -187,8 +187,10 @@ def test_slow_subscriber_gets_merged_updates_without_losing_counts(loopdev, daem
     wait_idle(lo.name)
     d = daemon("--json", "-i", "1s", "--devices", lo.name)
     slow = Collector(f"unix:{d.socket}", pause_after=2, pause_s=10.0)
+    fast = Collector(f"unix:{d.socket}")
     slow.start()
-    wait_for(lambda: slow.updates, 10, "the first Update")
+    fast.start()
+    wait_for(lambda: slow.updates and fast.updates, 10, "the first Update")
     load = threading.Thread(target=run_fio, kwargs=dict(
         name="iop-slow", filename=lo.path, rw="randwrite", bs="4k", ioengine="psync", direct=1,
         size="256M", time_based=True, runtime="14s", rate_iops=500))
@@ -198,7 +200,13 @@ def test_slow_subscriber_gets_merged_updates_without_losing_counts(loopdev, daem
     last = d.next_interval(timeout=5)["seq"]
     wait_for(lambda: slow.updates and slow.updates[-1].seq >= last, 15, f"interval {last}")
     slow.stop()
+    fast.stop()
     assert d.stop(signal.SIGTERM) == 0
+    # the stalled subscriber held nobody up
+    fast_ages = [a - u.end_realtime_ns / 1e9 for u, a in zip(fast.updates, fast.arrived)]
+    assert all(u.merged == 1 for u in fast.updates), "the fast subscriber got merged Updates"
+    assert covered(fast.updates) == list(range(fast.updates[0].seq, fast.updates[-1].seq + 1))
+    assert max(fast_ages) < 0.5, f"fast subscriber's Updates up to {max(fast_ages):.2f}s old"
     seqs = covered(slow.updates)
     assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"intervals lost: {seqs}"
     js = json_by_seq(d, lo.name)
@@ -245,6 +253,12 @@ def test_cancel_and_kill9_of_clients_leave_the_daemon_healthy(daemon):
         wait_for(lambda: len(c.updates) >= 2, 10, "Updates after two clients were killed")
         c.stop()                                    # cancel
         with iopulse.Client(target) as cl:
+            t0 = time.monotonic()
+            with pytest.raises(iopulse.DeadlineExceeded):
+                for _ in cl.subscribe(timeout=2.5):   # a deadline ends the stream
+                    pass
+            assert 2.0 < time.monotonic() - t0 < 6
+
             wait_for(lambda: cl.info().subscribers == 1, 10, "one subscriber left")
             assert d.running()
             more = Collector(target)

@@ -248,6 +248,55 @@ START_TEST(test_marks_land_in_the_next_update)
 }
 END_TEST
 
+/* A reload that changes the histogram precision: never merged across, the snapshot restarts. */
+START_TEST(test_precision_change_is_not_merged)
+{
+	struct hub *h;
+	struct hub_sub *sub;
+	struct hub_msg *m;
+	struct iop_interval iv;
+	char err[256];
+	uint8_t *req;
+	size_t len;
+	pb_update *u;
+	uint64_t seq;
+
+	ck_assert_int_eq(hub_new(&h, 1000, 60000), 0);
+	req = subscribe_req(1, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
+	free(req);
+	for (seq = 1; seq <= 3; seq++) {
+		interval(&iv, seq);
+		if (seq == 3) {
+			iv.hist_k = 4;   /* the layout the kernel uses after the reload */
+			devs[0].hist[IOP_H_SERVICE + IOP_OP_READ].k = 4;
+		}
+		ck_assert_int_eq(hub_publish(h, &iv), 0);
+	}
+	m = hub_next(h, sub);
+	u = unpack(m);
+	ck_assert_uint_eq(u->first_seq, 1);
+	ck_assert_uint_eq(u->seq, 2);
+	ck_assert_uint_eq(u->precision, 5);
+	update_free(u);
+	hub_msg_unref(m);
+	m = hub_next(h, sub);
+	u = unpack(m);
+	ck_assert_uint_eq(u->first_seq, 3);
+	ck_assert_uint_eq(u->precision, 4);
+	update_free(u);
+	hub_msg_unref(m);
+	ck_assert_int_eq(hub_snapshot(h, (const uint8_t *)"", 0, &m, err, sizeof(err)), 0);
+	u = unpack(m);
+	ck_assert_uint_eq(u->first_seq, 3);
+	ck_assert_uint_eq(u->merged, 1);
+	update_free(u);
+	hub_msg_unref(m);
+	hub_unsubscribe(h, sub);
+	hub_free(h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hub");
@@ -258,6 +307,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_slow_subscriber_loses_nothing);
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_marks_land_in_the_next_update);
+	tcase_add_test(tc, test_precision_change_is_not_merged);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -148,9 +148,11 @@ class Client:
         return Phase(self, mark, dict(req.labels))
 
     def subscribe(self, interval_multiple: int = 1, devices: Iterable[str] = (),
-                  threads: Iterable[str] = (), replay_seconds: int = 0) -> Subscription:
+                  threads: Iterable[str] = (), replay_seconds: int = 0,
+                  timeout: Optional[float] = None) -> Subscription:
         """Updates as the daemon produces them (every interval_multiple intervals), for the
-        named devices and thread-name globs (empty: all), starting replay_seconds back."""
+        named devices and thread-name globs (empty: all), starting replay_seconds back. With
+        timeout, the stream ends with DeadlineExceeded after that many seconds."""
         if self._stream_channel is None:
             self._stream_channel = grpc.insecure_channel(self.target, options=STREAM_OPTIONS)
         stub = pb_grpc.TelemetryStub(self._stream_channel)
@@ -159,7 +161,7 @@ class Client:
         deadline = time.monotonic() + self.connect_deadline
         delay = 0.1
         while True:
-            call = stub.Subscribe(req)
+            call = stub.Subscribe(req, timeout=timeout)
             # Wait for the response headers: a refused connection or a bad request shows now.
             try:
                 call.initial_metadata()

@@ -1,35 +1,55 @@
 """Log-linear histograms with the daemon's bucket math (src/hist_math.h, src/histogram.c).
 
-Precision k: values below 2**k have a bucket each; every power-of-two range above is split
-into 2**k buckets; values at or above 2**RANGE_BITS share the last bucket. A bucket stands for
-its midpoint, which is off by at most 2**-(k+1) of any value in it.
+Precision k: values below 2**k have a bucket each (exact); every power-of-two range above is
+split into 2**k equal buckets; values at or above 2**RANGE_BITS share the last bucket. A bucket
+stands for its midpoint, which is off by at most 2**-(k+1) of any value in it. Every function
+here reproduces tests/vectors/hist_vectors.txt line by line, as the C code does.
 """
 from __future__ import annotations
 
 import math
 import sys
-from typing import Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
-RANGE_BITS = 40
-_EPS = sys.float_info.epsilon
+RANGE_BITS = 40          # IOP_HIST_RANGE_BITS
+K_MIN, K_MAX = 2, 7      # IOP_HIST_K_MIN, IOP_HIST_K_MAX
+_RANK_TOLERANCE = 8 * sys.float_info.epsilon
+
+
+def _check_precision(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not K_MIN <= k <= K_MAX:
+        raise ValueError(f"histogram precision {k!r} is out of range ({K_MIN}..{K_MAX})")
+    return k
 
 
 def nbuckets(k: int) -> int:
-    return (RANGE_BITS - k + 1) << k
+    """How many buckets a histogram of precision k has: (RANGE_BITS - k + 1) << k."""
+    return (RANGE_BITS - _check_precision(k) + 1) << k
 
 
 def bucket_index(v: int, k: int) -> int:
-    """Bucket of value v at precision k."""
+    """The bucket value v (an integer >= 0) falls into at precision k."""
+    _check_precision(k)
+    if v < 0:
+        raise ValueError(f"histogram value {v} is negative")
+    v = int(v)
     if v >= 1 << RANGE_BITS:
         return nbuckets(k) - 1
     if v < 1 << k:
-        return int(v)
-    p = int(v).bit_length() - 1
-    return ((p - k + 1) << k) + ((int(v) >> (p - k)) & ((1 << k) - 1))
+        return v
+    p = v.bit_length() - 1
+    return ((p - k + 1) << k) + ((v >> (p - k)) & ((1 << k) - 1))
+
+
+def _check_index(i: int, k: int) -> int:
+    if not 0 <= i < nbuckets(k):
+        raise ValueError(f"bucket index {i} is out of range 0..{nbuckets(k) - 1} at precision {k}")
+    return int(i)
 
 
 def bucket_lower(i: int, k: int) -> int:
-    """Smallest value in bucket i."""
+    """Smallest value in bucket i at precision k."""
+    _check_index(i, k)
     group, sub = i >> k, i & ((1 << k) - 1)
     if group == 0:
         return sub
@@ -37,10 +57,11 @@ def bucket_lower(i: int, k: int) -> int:
 
 
 def bucket_upper(i: int, k: int) -> int:
-    """Largest value in bucket i (the last bucket is open-ended above)."""
+    """Largest value in bucket i at precision k (the last bucket also holds every larger
+    value; its upper bound here is 2**RANGE_BITS - 1, as in the C code)."""
     group = i >> k
     if group == 0:
-        return i
+        return _check_index(i, k)
     return bucket_lower(i, k) + (1 << (group - 1)) - 1
 
 
@@ -51,11 +72,16 @@ def bucket_mid(i: int, k: int) -> int:
 
 
 def rank(q: float, count: int) -> int:
-    """ceil(q/100 * count), where a product within 8 ulps of a whole number is that number
-    (99.9% of 1000 is rank 999, not 1000); clamped to 1..count."""
-    r = q / 100.0 * count
+    """The rank of percentile q among count values, as the daemon computes it.
+
+    ceil(q / 100 * count) in IEEE doubles, except that a product within 8 * DBL_EPSILON
+    (relative) of a whole number is taken as that number, so 99.9% of 1000 is rank 999
+    (the product is 999.0000000000001). Clamped to 1..count. Python's round() rounds half to
+    even, like C's nearbyint() in the default rounding mode.
+    """
+    r = q / 100.0 * float(count)
     whole = float(round(r))
-    if abs(r - whole) <= 8 * _EPS * max(1.0, r):
+    if abs(r - whole) <= _RANK_TOLERANCE * max(1.0, r):
         r = whole
     else:
         r = float(math.ceil(r))
@@ -63,95 +89,133 @@ def rank(q: float, count: int) -> int:
 
 
 class Histogram:
-    """A sparse histogram: bucket index -> count, at one precision."""
+    """A sparse log-linear histogram: bucket index -> count, at one precision.
+
+    Built from the wire form (precision, indexes, counts), or empty. Merging two histograms
+    of the same precision adds their counts and is exact. Values derived from the buckets
+    (sum, mean, percentiles) carry the layout's error bound of 2**-(k+1).
+    """
 
     __slots__ = ("precision", "_counts")
 
     def __init__(self, precision: int, indexes: Iterable[int] = (),
-                 counts: Iterable[int] = ()):
-        self.precision = int(precision)
+                 counts: Iterable[int] = ()) -> None:
+        self.precision = _check_precision(int(precision))
         self._counts: dict[int, int] = {}
         idx, cnt = list(indexes), list(counts)
         if len(idx) != len(cnt):
-            raise ValueError(f"{len(idx)} bucket indexes but {len(cnt)} counts")
-        limit = nbuckets(self.precision)
+            raise ValueError(f"histogram has {len(idx)} bucket indexes but {len(cnt)} counts")
         for i, c in zip(idx, cnt):
-            if not 0 <= i < limit:
-                raise ValueError(f"bucket index {i} out of range 0..{limit - 1} at precision "
-                                 f"{self.precision}")
+            _check_index(i, self.precision)
+            if c < 0:
+                raise ValueError(f"bucket {i} has a negative count {c}")
             if c:
                 self._counts[int(i)] = self._counts.get(int(i), 0) + int(c)
 
+    # The bucket math, also reachable as Histogram.bucket_index(v, k) etc.
+    bucket_index = staticmethod(bucket_index)
+    bucket_lower = staticmethod(bucket_lower)
+    bucket_upper = staticmethod(bucket_upper)
+    bucket_mid = staticmethod(bucket_mid)
+    nbuckets = staticmethod(nbuckets)
+
     @classmethod
     def from_values(cls, precision: int, values: Iterable[int]) -> "Histogram":
+        """A histogram with each value recorded once."""
         h = cls(precision)
         for v in values:
             h.record(v)
         return h
 
     @classmethod
-    def from_pb(cls, pb, precision: int) -> "Histogram":
-        """From an iopulse.v1.Histogram (None or an unset field: empty)."""
-        if pb is None or not len(pb.index):
-            return cls(pb.precision if pb is not None and pb.precision else precision)
-        return cls(pb.precision, pb.index, pb.count)
+    def from_pb(cls, msg: Any, precision: int) -> "Histogram":
+        """From an iopulse.v1.Histogram message. An absent message (None) or one without a
+        precision (an unset field) is an empty histogram of the given precision."""
+        if msg is None or not msg.precision:
+            if msg is not None and len(msg.index):
+                raise ValueError("histogram has buckets but no precision")
+            return cls(precision)
+        return cls(msg.precision, msg.index, msg.count)
+
+    def to_pb(self) -> Any:
+        """The iopulse.v1.Histogram message of this histogram."""
+        from ._pb import iopulse_pb2
+
+        items = list(self.buckets())
+        return iopulse_pb2.Histogram(precision=self.precision, index=[i for i, _ in items],
+                                     count=[c for _, c in items])
 
     def record(self, v: int, n: int = 1) -> None:
+        """Count value v n times."""
+        if n < 0:
+            raise ValueError(f"cannot record a value {n} times")
         i = bucket_index(v, self.precision)
         self._counts[i] = self._counts.get(i, 0) + n
 
     def buckets(self) -> Iterator[tuple[int, int]]:
-        """(index, count) in rising index order."""
+        """(bucket index, count) of each non-empty bucket, in rising index order."""
         for i in sorted(self._counts):
             yield i, self._counts[i]
 
     def merge(self, other: "Histogram") -> "Histogram":
-        """Add other's counts into this histogram (exact); returns self."""
+        """Add other's counts into this histogram (exact) and return this histogram.
+        Raises ValueError when the precisions differ."""
         if other.precision != self.precision:
-            raise ValueError(f"cannot merge precision {other.precision} into {self.precision}")
+            raise ValueError(f"cannot merge a histogram of precision {other.precision} into "
+                             f"one of precision {self.precision}")
         for i, c in other._counts.items():
             self._counts[i] = self._counts.get(i, 0) + c
         return self
 
-    def __add__(self, other: "Histogram") -> "Histogram":
-        return Histogram(self.precision).merge(self).merge(other)
+    def copy(self) -> "Histogram":
+        return Histogram(self.precision).merge(self)
 
-    def __eq__(self, other) -> bool:
+    def __add__(self, other: "Histogram") -> "Histogram":
+        return self.copy().merge(other)
+
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, Histogram) and other.precision == self.precision
                 and other._counts == self._counts)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __repr__(self) -> str:
         return f"Histogram(precision={self.precision}, count={self.count})"
 
     @property
     def count(self) -> int:
+        """How many values were recorded."""
         return sum(self._counts.values())
 
     @property
-    def sum(self) -> float:
-        """Approximate: each value taken as its bucket's midpoint."""
-        return float(sum(bucket_mid(i, self.precision) * c for i, c in self._counts.items()))
+    def sum(self) -> int:
+        """Approximate sum: each bucket's midpoint times its count (the true sum is within
+        2**-(k+1) of it, relative, for values >= 2**k; exact below)."""
+        return sum(bucket_mid(i, self.precision) * c for i, c in self._counts.items())
 
     @property
     def mean(self) -> Optional[float]:
+        """Approximate mean, sum / count (see sum); None when empty."""
         n = self.count
         return self.sum / n if n else None
 
     @property
     def min(self) -> Optional[int]:
-        """Lower bound of the lowest non-empty bucket (no value was smaller)."""
+        """Lower bound of the lowest non-empty bucket: no recorded value was smaller.
+        None when empty."""
         return bucket_lower(min(self._counts), self.precision) if self._counts else None
 
     @property
     def max(self) -> Optional[int]:
-        """Upper bound of the highest non-empty bucket (no value was larger)."""
+        """Upper bound of the highest non-empty bucket: no recorded value was larger (except
+        in the open-ended last bucket). None when empty."""
         return bucket_upper(max(self._counts), self.precision) if self._counts else None
 
     def percentile(self, q: float) -> Optional[int]:
-        """Midpoint of the bucket holding the value of rank ceil(q/100 * count); None if
-        empty. q in (0, 100]."""
+        """The midpoint of the bucket holding the value of rank(q, count) (see rank()), as
+        the daemon reports it; None when empty. q must be in (0, 100]."""
         if not 0.0 < q <= 100.0:
-            raise ValueError(f"percentile {q} outside (0, 100]")
+            raise ValueError(f"percentile {q} is outside (0, 100]")
         n = self.count
         if not n:
             return None
@@ -160,18 +224,26 @@ class Histogram:
             seen += c
             if seen >= r:
                 return bucket_mid(i, self.precision)
-        return None  # not reached
+        raise AssertionError("unreachable: rank exceeds count")
 
     def cdf(self) -> list[tuple[int, float]]:
-        """(bucket upper bound, fraction of values <= it) for each non-empty bucket."""
+        """(bucket upper bound, fraction of values <= it) for each non-empty bucket, rising;
+        the last fraction is 1.0. Empty list when empty."""
         n, seen, out = self.count, 0, []
         for i, c in self.buckets():
             seen += c
             out.append((bucket_upper(i, self.precision), seen / n))
         return out
 
-    def summary(self) -> dict:
-        return {"count": self.count, "p50": self.percentile(50) if self.count else None,
-                "p90": self.percentile(90) if self.count else None,
-                "p99": self.percentile(99) if self.count else None,
-                "p999": self.percentile(99.9) if self.count else None, "max": self.max}
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: precision, count, mean, min, p50, p90, p99, p999, max (None when
+        empty) and the non-empty buckets as [[index, count], ...]."""
+        empty = not self._counts
+        return {"precision": self.precision, "count": self.count, "mean": self.mean,
+                "min": self.min,
+                "p50": None if empty else self.percentile(50),
+                "p90": None if empty else self.percentile(90),
+                "p99": None if empty else self.percentile(99),
+                "p999": None if empty else self.percentile(99.9),
+                "max": self.max,
+                "buckets": [[i, c] for i, c in self.buckets()]}

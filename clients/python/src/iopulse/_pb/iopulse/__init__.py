@@ -1,0 +1,1 @@
+"""Generated stubs for the proto package iopulse (see clients/python/gen_stubs.py)."""
