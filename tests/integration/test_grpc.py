@@ -301,18 +301,27 @@ def test_phase_marks_arrive_in_order_everywhere(daemon):
         assert marks[0][0].labels == {"run": "7"}
 
 
-def test_shutdown_ends_live_streams_with_unavailable(daemon):
-    d = daemon("-i", "1s")
+def test_shutdown_ends_live_streams_with_unavailable(loopdev, daemon):
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("-i", "2s", "--devices", lo.name)
     cols = [Collector(f"unix:{d.socket}") for _ in range(3)]
     for c in cols:
         c.start()
     wait_for(lambda: all(c.updates for c in cols), 10, "a first Update")
-    assert d.stop(signal.SIGTERM) == 0, d.describe()
+    before = wait_idle(lo.name)
+    run_fio(name="iop-bye", filename=lo.path, rw="randwrite", bs="4k", ioengine="psync",
+            direct=1, size="256M", number_ios=400, randrepeat=0)
+    after = wait_idle(lo.name)
+    assert d.stop(signal.SIGTERM) == 0, d.describe()   # mid-interval: IO not published yet
     for c in cols:
         c.join(10)
         assert not c.is_alive()
         assert isinstance(c.error, iopulse.Unavailable), repr(c.error)
         assert "shutting down" in str(c.error)
+        got = sum(ios(u, lo.name, "write") for u in c.updates)
+        assert got == (after - before).writes == 400, \
+            f"writes before shutdown: subscriber {got}, diskstats {(after - before).writes}"
     assert not os.path.exists(d.socket), "socket left behind"
 
 

@@ -1,112 +1,142 @@
-"""Typed, decoded forms of the wire messages (proto/iopulse/v1/iopulse.proto)."""
+"""Typed, decoded forms of the wire messages (proto/iopulse/v1/iopulse.proto).
+
+Every class has from_pb(message) (classes holding histograms also take the Update's
+precision, used for histograms the daemon left unset) and to_dict() for JSON. Counts are
+deltas over the Update's window (the whole run for a snapshot). osd_id -1 and empty names on
+the wire become None here.
+"""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from .histogram import Histogram
 
 OPS = ("read", "write", "flush", "discard")
+DEFAULT_PRECISION = 5
 
 
-def _hist_dict(h: Histogram) -> dict:
-    d = h.summary()
-    d["precision"] = h.precision
-    d["buckets"] = [[i, c] for i, c in h.buckets()]
-    return d
+def _rate(n: float, seconds: Optional[float]) -> Optional[float]:
+    return n / seconds if seconds else None
+
+
+def _hist(msg: Any, name: str, k: int) -> Histogram:
+    return Histogram.from_pb(getattr(msg, name) if msg.HasField(name) else None, k)
+
+
+def _osd(osd_id: int, role: str) -> tuple[Optional[int], Optional[str]]:
+    return (None, None) if osd_id < 0 else (osd_id, role or None)
 
 
 @dataclass
 class OpStats:
-    ios: int
+    """One op type (read, write, flush or discard) of one device."""
+    ios: int                    # requests completed
     bytes: int
     errors: int
-    untimed: int
-    no_queue_ts: int
-    completion_unseen: int
-    queue_wait_ns: Histogram
-    service_ns: Histogram
-    total_ns: Histogram
+    untimed: int                # completions whose dispatch was not seen
+    no_queue_ts: int            # completions without a submission time
+    completion_unseen: int      # completions the kernel never reported: counted, untimed
+    queue_wait_ns: Histogram    # bio submitted -> dispatched to the driver
+    service_ns: Histogram       # dispatched -> completed
+    total_ns: Histogram         # submitted -> completed
     size_bytes: Histogram
 
-    @classmethod
-    def from_pb(cls, pb, k: int) -> "OpStats":
-        return cls(pb.ios, pb.bytes, pb.errors, pb.untimed, pb.no_queue_ts,
-                   pb.completion_unseen,
-                   *(Histogram.from_pb(getattr(pb, n) if pb.HasField(n) else None, k)
-                     for n in ("queue_wait_ns", "service_ns", "total_ns", "size_bytes")))
+    HISTOGRAMS = ("queue_wait_ns", "service_ns", "total_ns", "size_bytes")
 
-    def to_dict(self) -> dict:
-        d = {n: getattr(self, n) for n in ("ios", "bytes", "errors", "untimed", "no_queue_ts",
-                                            "completion_unseen")}
-        for n in ("queue_wait_ns", "service_ns", "total_ns", "size_bytes"):
-            d[n] = _hist_dict(getattr(self, n))
+    @classmethod
+    def from_pb(cls, msg: Any, precision: int = DEFAULT_PRECISION) -> "OpStats":
+        return cls(msg.ios, msg.bytes, msg.errors, msg.untimed, msg.no_queue_ts,
+                   msg.completion_unseen,
+                   *(_hist(msg, n, precision) for n in cls.HISTOGRAMS))
+
+    def to_dict(self, seconds: Optional[float] = None) -> dict[str, Any]:
+        """With seconds (the window length), also iops and bytes_per_s (None without)."""
+        d: dict[str, Any] = {"ios": self.ios, "bytes": self.bytes,
+                             "iops": _rate(self.ios, seconds),
+                             "bytes_per_s": _rate(self.bytes, seconds),
+                             "errors": self.errors, "untimed": self.untimed,
+                             "no_queue_ts": self.no_queue_ts,
+                             "completion_unseen": self.completion_unseen}
+        for n in self.HISTOGRAMS:
+            d[n] = getattr(self, n).to_dict()
         return d
 
 
 @dataclass
 class DeviceStats:
+    """One block device over the window: ops by type, seeks, flush/FUA, requeues."""
     name: str
     major: int
     minor: int
-    ops: dict[str, OpStats]
-    seek_sequential: int
+    ops: dict[str, OpStats]     # 'read', 'write', 'flush', 'discard'
+    seek_sequential: int        # dispatches starting where the previous one ended
     seek_forward: int
     seek_backward: int
     seek_distance_sectors: Histogram
-    preflush: int
-    fua: int
+    preflush: int               # requests carrying REQ_PREFLUSH
+    fua: int                    # requests carrying REQ_FUA
     preflush_latency_ns: Histogram
     fua_latency_ns: Histogram
     requeues: int
-    osd_id: Optional[int]
-    osd_role: Optional[str]
+    osd_id: Optional[int]       # None: not an OSD device
+    osd_role: Optional[str]     # block, block.db, block.wal
+
+    @property
+    def dev(self) -> str:
+        """'MAJOR:MINOR'."""
+        return f"{self.major}:{self.minor}"
+
+    @property
+    def seeks(self) -> int:
+        return self.seek_sequential + self.seek_forward + self.seek_backward
 
     @property
     def sequential_pct(self) -> Optional[float]:
-        n = self.seek_sequential + self.seek_forward + self.seek_backward
+        """Share of dispatches that were sequential, in percent; None when there were none."""
+        n = self.seeks
         return 100.0 * self.seek_sequential / n if n else None
 
     @classmethod
-    def from_pb(cls, pb, k: int) -> "DeviceStats":
-        def h(n):
-            return Histogram.from_pb(getattr(pb, n) if pb.HasField(n) else None, k)
+    def from_pb(cls, msg: Any, precision: int = DEFAULT_PRECISION) -> "DeviceStats":
+        ops = {op: OpStats.from_pb(getattr(msg, op), precision) for op in OPS}
+        return cls(msg.name, msg.major, msg.minor, ops, msg.seek_sequential, msg.seek_forward,
+                   msg.seek_backward, _hist(msg, "seek_distance_sectors", precision),
+                   msg.preflush, msg.fua, _hist(msg, "preflush_latency_ns", precision),
+                   _hist(msg, "fua_latency_ns", precision), msg.requeues,
+                   *_osd(msg.osd_id, msg.osd_role))
 
-        ops = {op: OpStats.from_pb(getattr(pb, op), k) for op in OPS}
-        return cls(pb.name, pb.major, pb.minor, ops, pb.seek_sequential, pb.seek_forward,
-                   pb.seek_backward, h("seek_distance_sectors"), pb.preflush, pb.fua,
-                   h("preflush_latency_ns"), h("fua_latency_ns"), pb.requeues,
-                   pb.osd_id if pb.osd_id >= 0 else None,
-                   pb.osd_role if pb.osd_id >= 0 else None)
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "dev": f"{self.major}:{self.minor}",
-                "osd_id": self.osd_id, "osd_role": self.osd_role,
-                "ops": {op: s.to_dict() for op, s in self.ops.items()},
+    def to_dict(self, seconds: Optional[float] = None) -> dict[str, Any]:
+        """The daemon's --json device layout (docs/json-output.md), histograms in full."""
+        return {"name": self.name, "dev": self.dev, "osd_id": self.osd_id,
+                "osd_role": self.osd_role,
+                "ops": {op: s.to_dict(seconds) for op, s in self.ops.items()},
                 "seek": {"sequential": self.seek_sequential, "forward": self.seek_forward,
                          "backward": self.seek_backward, "sequential_pct": self.sequential_pct,
-                         "distance_sectors": _hist_dict(self.seek_distance_sectors)},
+                         "distance_sectors": self.seek_distance_sectors.to_dict()},
                 "flush": {"requests": self.ops["flush"].ios, "preflush": self.preflush,
                           "fua": self.fua,
-                          "preflush_latency_ns": _hist_dict(self.preflush_latency_ns),
-                          "fua_latency_ns": _hist_dict(self.fua_latency_ns)},
+                          "preflush_latency_ns": self.preflush_latency_ns.to_dict(),
+                          "fua_latency_ns": self.fua_latency_ns.to_dict()},
                 "requeues": self.requeues}
 
 
 @dataclass
 class ThreadSync:
+    """fsync / fdatasync / sync_file_range calls of one thread on one device."""
     pid: int
     tid: int
-    comm: str
-    process: str
-    osd_id: Optional[int]
-    dev_major: int
+    comm: str                   # thread name
+    process: str                # thread group leader's name
+    osd_id: Optional[int]       # None: not a ceph-osd thread
+    dev_major: int              # device of the synced file
     dev_minor: int
-    device: str
+    device: Optional[str]       # its name; None if unknown
     fsync: int
     fdatasync: int
     sync_file_range: int
-    flush_bios: int
+    flush_bios: int             # REQ_PREFLUSH bios issued from inside the calls
     latency_sum_ns: int
     latency_ns: Histogram
 
@@ -114,158 +144,251 @@ class ThreadSync:
     def calls(self) -> int:
         return self.fsync + self.fdatasync + self.sync_file_range
 
-    @classmethod
-    def from_pb(cls, pb, k: int) -> "ThreadSync":
-        return cls(pb.pid, pb.tid, pb.comm, pb.process, pb.osd_id if pb.osd_id >= 0 else None,
-                   pb.dev_major, pb.dev_minor, pb.device, pb.fsync, pb.fdatasync,
-                   pb.sync_file_range, pb.flush_bios, pb.latency_sum_ns,
-                   Histogram.from_pb(pb.latency_ns if pb.HasField("latency_ns") else None, k))
+    @property
+    def dev(self) -> str:
+        return f"{self.dev_major}:{self.dev_minor}"
 
-    def to_dict(self) -> dict:
-        d = {n: getattr(self, n) for n in ("pid", "tid", "comm", "process", "osd_id", "device",
-                                            "fsync", "fdatasync", "sync_file_range",
-                                            "flush_bios", "latency_sum_ns")}
-        d["dev"] = f"{self.dev_major}:{self.dev_minor}"
-        d["calls"] = self.calls
-        d["latency_ns"] = _hist_dict(self.latency_ns)
-        return d
+    @property
+    def latency_mean_ns(self) -> Optional[float]:
+        """Exact mean call latency (latency_sum_ns / calls); None without calls."""
+        return self.latency_sum_ns / self.calls if self.calls else None
+
+    @classmethod
+    def from_pb(cls, msg: Any, precision: int = DEFAULT_PRECISION) -> "ThreadSync":
+        return cls(msg.pid, msg.tid, msg.comm, msg.process,
+                   msg.osd_id if msg.osd_id >= 0 else None, msg.dev_major, msg.dev_minor,
+                   msg.device or None, msg.fsync, msg.fdatasync, msg.sync_file_range,
+                   msg.flush_bios, msg.latency_sum_ns, _hist(msg, "latency_ns", precision))
+
+    def to_dict(self, seconds: Optional[float] = None) -> dict[str, Any]:
+        return {"pid": self.pid, "tid": self.tid, "comm": self.comm, "process": self.process,
+                "osd_id": self.osd_id, "dev": self.dev, "device": self.device,
+                "fsync": self.fsync, "fdatasync": self.fdatasync,
+                "sync_file_range": self.sync_file_range, "calls": self.calls,
+                "calls_per_s": _rate(self.calls, seconds), "flush_bios": self.flush_bios,
+                "latency_sum_ns": self.latency_sum_ns, "latency_ns": self.latency_ns.to_dict()}
 
 
 @dataclass
 class PhaseMark:
+    """A named phase begin or end, stamped with the daemon's clocks."""
     name: str
     labels: dict[str, str]
-    end: bool
-    realtime_ns: int
-    monotonic_ns: int
-    id: int
+    end: bool                   # False: the phase begins; True: it ends
+    realtime_ns: int            # daemon's CLOCK_REALTIME
+    monotonic_ns: int           # daemon's CLOCK_MONOTONIC (the clock of Update windows)
+    id: int                     # rising, daemon-wide
+
+    @property
+    def realtime_s(self) -> float:
+        return self.realtime_ns / 1e9
 
     @classmethod
-    def from_pb(cls, pb) -> "PhaseMark":
-        return cls(pb.name, dict(pb.labels), pb.end, pb.realtime_ns, pb.monotonic_ns, pb.id)
+    def from_pb(cls, msg: Any) -> "PhaseMark":
+        return cls(msg.name, dict(msg.labels), msg.end, msg.realtime_ns, msg.monotonic_ns,
+                   msg.id)
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "labels": dict(self.labels), "end": self.end,
+                "realtime_ns": self.realtime_ns, "monotonic_ns": self.monotonic_ns,
+                "id": self.id}
+
+
+@dataclass
+class Drops:
+    """What the daemon could not measure in the window (see docs/json-output.md)."""
+    no_slot: int = 0
+    inflight_full: int = 0
+    sync_full: int = 0
+    sync_evicted: int = 0
+    no_bio_ts: int = 0
+    bio_evicted: int = 0
+
+    @classmethod
+    def from_pb(cls, msg: Any) -> "Drops":
+        """From an iopulse.v1.Drops message; None (unset) is all zeros."""
+        if msg is None:
+            return cls()
+        return cls(**{f.name: getattr(msg, f.name) for f in dataclasses.fields(cls)})
+
+    def to_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
 
 
 @dataclass
 class Update:
     """One interval, or several merged (merged > 1), as the daemon sent it."""
-    seq: int
-    first_seq: int
+    seq: int                    # the last interval in it
+    first_seq: int              # the first; seq - first_seq + 1 == merged
     merged: int
     start_realtime_ns: int
     end_realtime_ns: int
     start_monotonic_ns: int
     end_monotonic_ns: int
-    precision: int
+    precision: int              # of every histogram in it
     devices: dict[str, DeviceStats]
     threads: list[ThreadSync]
     phases: list[PhaseMark]
-    drops: dict[str, int] = field(default_factory=dict)
+    drops: Drops = field(default_factory=Drops)
 
     @property
-    def seconds(self) -> float:
-        return (self.end_monotonic_ns - self.start_monotonic_ns) / 1e9
+    def duration_ns(self) -> int:
+        """Length of the window (monotonic clock)."""
+        return max(0, self.end_monotonic_ns - self.start_monotonic_ns)
 
     @property
-    def start(self) -> float:
+    def duration_s(self) -> float:
+        return self.duration_ns / 1e9
+
+    @property
+    def start_realtime_s(self) -> float:
         return self.start_realtime_ns / 1e9
 
     @property
-    def end(self) -> float:
+    def end_realtime_s(self) -> float:
         return self.end_realtime_ns / 1e9
 
-    @classmethod
-    def from_pb(cls, pb) -> "Update":
-        k = pb.precision or 5
-        drops = {}
-        if pb.HasField("drops"):
-            drops = {f.name: getattr(pb.drops, f.name) for f in pb.drops.DESCRIPTOR.fields}
-        return cls(pb.seq, pb.first_seq, pb.merged, pb.start_realtime_ns, pb.end_realtime_ns,
-                   pb.start_monotonic_ns, pb.end_monotonic_ns, k,
-                   {d.name: DeviceStats.from_pb(d, k) for d in pb.devices},
-                   [ThreadSync.from_pb(t, k) for t in pb.threads],
-                   [PhaseMark.from_pb(m) for m in pb.phases], drops)
+    @property
+    def start_monotonic_s(self) -> float:
+        return self.start_monotonic_ns / 1e9
 
-    def to_dict(self) -> dict:
+    @property
+    def end_monotonic_s(self) -> float:
+        return self.end_monotonic_ns / 1e9
+
+    def rate(self, n: float) -> Optional[float]:
+        """n per second of the window; None for an empty window."""
+        return _rate(n, self.duration_s)
+
+    @classmethod
+    def from_pb(cls, msg: Any) -> "Update":
+        k = msg.precision or DEFAULT_PRECISION
+        return cls(msg.seq, msg.first_seq, msg.merged, msg.start_realtime_ns,
+                   msg.end_realtime_ns, msg.start_monotonic_ns, msg.end_monotonic_ns, k,
+                   {d.name: DeviceStats.from_pb(d, k) for d in msg.devices},
+                   [ThreadSync.from_pb(t, k) for t in msg.threads],
+                   [PhaseMark.from_pb(m) for m in msg.phases],
+                   Drops.from_pb(msg.drops if msg.HasField("drops") else None))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, laid out like the daemon's --json lines (docs/json-output.md) with the
+        wire's field names; rates (iops, bytes_per_s, calls_per_s) are per second of the
+        window, None when it is empty."""
+        s = self.duration_s
         return {"seq": self.seq, "first_seq": self.first_seq, "merged": self.merged,
                 "start_realtime_ns": self.start_realtime_ns,
                 "end_realtime_ns": self.end_realtime_ns,
                 "start_monotonic_ns": self.start_monotonic_ns,
-                "end_monotonic_ns": self.end_monotonic_ns, "interval_s": self.seconds,
+                "end_monotonic_ns": self.end_monotonic_ns, "interval_s": s,
                 "precision": self.precision,
-                "devices": [d.to_dict() for d in self.devices.values()],
-                "threads": [t.to_dict() for t in self.threads],
-                "phases": [m.to_dict() for m in self.phases], "drops": self.drops}
+                "devices": [d.to_dict(s) for d in self.devices.values()],
+                "threads": [t.to_dict(s) for t in self.threads],
+                "phases": [m.to_dict() for m in self.phases], "drops": self.drops.to_dict()}
 
 
 @dataclass
 class HistogramLayout:
+    """The daemon's histogram layout (see iopulse.histogram)."""
     precision: int
     range_bits: int
     buckets: int
     max_relative_error: float
 
+    @classmethod
+    def from_pb(cls, msg: Any) -> "HistogramLayout":
+        return cls(msg.precision, msg.range_bits, msg.buckets, msg.max_relative_error)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
 
 @dataclass
 class DeviceInfo:
+    """A block device the daemon knows, with its labels."""
     name: str
     major: int
     minor: int
     model: str
     rotational: bool
-    dm_name: str
-    slaves: list[str]
+    dm_name: Optional[str]      # device-mapper / LVM name
+    slaves: list[str]           # underlying disks of a dm device
     osd_id: Optional[int]
     osd_role: Optional[str]
     partition: bool
     present: bool
 
+    @property
+    def dev(self) -> str:
+        return f"{self.major}:{self.minor}"
+
+    @classmethod
+    def from_pb(cls, msg: Any) -> "DeviceInfo":
+        return cls(msg.name, msg.major, msg.minor, msg.model, msg.rotational,
+                   msg.dm_name or None, list(msg.slaves), *_osd(msg.osd_id, msg.osd_role),
+                   msg.partition, msg.present)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["dev"] = self.dev
+        return d
+
 
 @dataclass
 class AgentCost:
-    bpf_run_time_ns: int
+    """What the daemon has cost since it started."""
+    bpf_run_time_ns: int        # all programs (0 unless bpf_stats is on)
     bpf_run_count: int
     bpf_stats: bool
     cpu_user_s: float
     cpu_system_s: float
     rss_bytes: int
 
+    @classmethod
+    def from_pb(cls, msg: Any) -> "AgentCost":
+        return cls(msg.bpf_run_time_ns, msg.bpf_run_count, msg.bpf_stats, msg.cpu_user_s,
+                   msg.cpu_system_s, msg.rss_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
 
 @dataclass
 class Info:
+    """GetInfo: the daemon, its kernel, layout, devices, config and cost."""
     version: str
     kernel: str
-    attach_mode: str
+    attach_mode: str            # tp_btf or raw_tp
     btf: bool
     histogram: HistogramLayout
     devices: list[DeviceInfo]
-    config: dict[str, str]
+    config: dict[str, str]      # settings in effect
     cost: AgentCost
     interval_ns: int
-    ring_seconds: int
+    ring_seconds: int           # how far back Subscribe can replay
     started_realtime_ns: int
     last_seq: int
     subscribers: int
-    fanout_ns: int = 0
-    fanout_streams: int = 0
+    fanout_ns: int              # last interval: time to hand it to every stream
+    fanout_streams: int
+
+    @property
+    def interval_s(self) -> float:
+        return self.interval_ns / 1e9
 
     @classmethod
-    def from_pb(cls, pb) -> "Info":
-        h, c = pb.histogram, pb.cost
-        devs = [DeviceInfo(d.name, d.major, d.minor, d.model, d.rotational, d.dm_name,
-                           list(d.slaves), d.osd_id if d.osd_id >= 0 else None,
-                           d.osd_role if d.osd_id >= 0 else None, d.partition, d.present)
-                for d in pb.devices]
-        return cls(pb.version, pb.kernel, pb.attach_mode, pb.btf,
-                   HistogramLayout(h.precision, h.range_bits, h.buckets, h.max_relative_error),
-                   devs, dict(pb.config),
-                   AgentCost(c.bpf_run_time_ns, c.bpf_run_count, c.bpf_stats, c.cpu_user_s,
-                             c.cpu_system_s, c.rss_bytes),
-                   pb.interval_ns, pb.ring_seconds, pb.started_realtime_ns, pb.last_seq,
-                   pb.subscribers, pb.fanout_ns, pb.fanout_streams)
+    def from_pb(cls, msg: Any) -> "Info":
+        return cls(msg.version, msg.kernel, msg.attach_mode, msg.btf,
+                   HistogramLayout.from_pb(msg.histogram),
+                   [DeviceInfo.from_pb(d) for d in msg.devices], dict(msg.config),
+                   AgentCost.from_pb(msg.cost), msg.interval_ns, msg.ring_seconds,
+                   msg.started_realtime_ns, msg.last_seq, msg.subscribers, msg.fanout_ns,
+                   msg.fanout_streams)
 
-    def to_dict(self) -> dict:
-        from dataclasses import asdict
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["histogram"] = self.histogram.to_dict()
+        d["devices"] = [x.to_dict() for x in self.devices]
+        d["config"] = dict(self.config)
+        d["cost"] = self.cost.to_dict()
+        d["interval_s"] = self.interval_s
+        return d
