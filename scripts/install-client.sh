@@ -1,32 +1,41 @@
 #!/bin/sh
-# Installs the iopulse Python client and CLI into build/pyenv, a venv that uses Debian's
-# python3-grpcio, python3-protobuf and python3-rich (nothing from PyPI), with the package
-# linked from clients/python/src like an editable install. Run as root on Debian 12.
-# Prints where the iopulse command is. (With PyPI access, `pip install clients/python` works
-# anywhere too.)
+# Installs the iopulse Python client and CLI into build/pyenv (run as root on Debian 12):
+# Debian's python3-grpcio, python3-protobuf and python3-rich provide the dependencies, a venv
+# with --system-site-packages sees them, and the package is pip-installed editable from
+# clients/python with --no-deps --no-build-isolation, so nothing comes from PyPI (works
+# offline once the Debian packages are in). Prints the path of the iopulse command.
 set -eu
 cd "$(dirname "$0")/.."
-need=""
-for p in python3-grpcio python3-protobuf python3-rich python3-venv; do
-	dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
+ROOT=$(pwd)
+VENV="$ROOT/build/pyenv"
+PY=/usr/bin/python3
+PKGS="python3-grpcio python3-protobuf python3-grpc-tools python3-rich python3-pytest
+python3-venv python3-setuptools python3-wheel"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
 done
-if [ -n "$need" ]; then
+if [ -n "$missing" ]; then
+	echo "install-client: installing$missing" >&2
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends $need >/dev/null
+	# shellcheck disable=SC2086 # one word per package
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
-[ -x build/pyenv/bin/python ] || /usr/bin/python3 -m venv --system-site-packages --without-pip build/pyenv
-SITE=$(build/pyenv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo "$(pwd)/clients/python/src" > "$SITE/iopulse-src.pth"
-cat > build/pyenv/bin/iopulse <<EOS
-#!$(pwd)/build/pyenv/bin/python
-import sys
-from iopulse.cli import main
-sys.exit(main())
-EOS
-chmod 755 build/pyenv/bin/iopulse
-build/pyenv/bin/python -c 'import iopulse, grpc, google.protobuf, rich' || {
-	echo "install-client: the iopulse package does not import in build/pyenv" >&2
+
+# A venv made without pip (or by an older version of this script) is made again.
+if [ ! -x "$VENV/bin/pip" ]; then
+	mkdir -p "$ROOT/build"
+	"$PY" -m venv --clear --system-site-packages "$VENV"
+fi
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-input --no-deps \
+	--no-build-isolation -e "$ROOT/clients/python" >&2
+
+if ! "$VENV/bin/python" -c 'import iopulse, grpc, google.protobuf, rich' ||
+	! "$VENV/bin/iopulse" --help >/dev/null; then
+	echo "install-client: the iopulse package does not work in $VENV" >&2
 	exit 1
-}
-echo "$(pwd)/build/pyenv/bin/iopulse"
+fi
+echo "$VENV/bin/iopulse"

@@ -1,4 +1,4 @@
-"""The shared histogram vectors (tests/vectors/hist_vectors.txt), line by line, and merging."""
+"""The shared histogram vectors (tests/vectors/hist_vectors.txt), every line, and merging."""
 from __future__ import annotations
 
 import pathlib
@@ -6,10 +6,12 @@ import random
 
 import pytest
 
-from iopulse.histogram import (Histogram, bucket_index, bucket_lower, bucket_mid, bucket_upper,
-                               nbuckets)
+from iopulse import Histogram
+from iopulse.histogram import (K_MAX, K_MIN, bucket_index, bucket_lower, bucket_mid,
+                               bucket_upper, nbuckets, rank)
 
-VECTORS = pathlib.Path(__file__).resolve().parents[3] / "tests" / "vectors" / "hist_vectors.txt"
+VECTORS = pathlib.Path(__file__).resolve().parent / ".." / ".." / ".." / "tests" / "vectors" \
+    / "hist_vectors.txt"
 
 
 def vector_lines():
@@ -24,52 +26,108 @@ def test_every_vector_line():
     hist = None
     for n, f in vector_lines():
         kind = f[0]
+        where = f"{VECTORS.name}:{n}"
         if kind == "index":
+            assert len(f) == 7, f"{where}: malformed"
             k, v, b, lo, hi, mid = map(int, f[1:])
-            assert bucket_index(v, k) == b, f"line {n}: index({v}, {k})"
-            assert (bucket_lower(b, k), bucket_upper(b, k), bucket_mid(b, k)) == (lo, hi, mid), \
-                f"line {n}: bounds of bucket {b} at k={k}"
+            assert bucket_index(v, k) == b, f"{where}: bucket_index({v}, {k})"
+            assert Histogram.bucket_index(v, k) == b, where
+            got = (bucket_lower(b, k), bucket_upper(b, k), bucket_mid(b, k))
+            assert got == (lo, hi, mid), f"{where}: bounds of bucket {b} at k={k}"
+            assert (Histogram.bucket_lower(b, k), Histogram.bucket_upper(b, k),
+                    Histogram.bucket_mid(b, k)) == (lo, hi, mid), where
+            assert lo <= min(v, hi) and b < Histogram.nbuckets(k), where
         elif kind == "samples":
             hist = Histogram.from_values(int(f[1]), (int(x) for x in f[2:]))
+            assert hist.count == len(f) - 2, where
         elif kind == "percentile":
+            assert len(f) == 4, f"{where}: malformed"
             k, q, want = int(f[1]), float(f[2]), int(f[3])
-            assert hist is not None and hist.precision == k, f"line {n}: no sample set"
-            assert hist.percentile(q) == want, f"line {n}: p{f[2]} of {hist}"
+            assert hist is not None and hist.precision == k, f"{where}: no sample set of k={k}"
+            assert hist.percentile(q) == want, f"{where}: p{f[2]} of {hist}"
         else:
-            pytest.fail(f"{VECTORS}:{n}: unknown line kind {kind!r}")
+            pytest.fail(f"{where}: unknown line kind {kind!r}")
         checked[kind] += 1
-    print(f"\nvectors checked: {checked}")
     assert all(checked.values()), checked
+    assert checked["index"] > 1000 and checked["percentile"] > 50, checked
 
 
-@pytest.mark.parametrize("k", [2, 5, 7])
+def test_rank_rule():
+    assert rank(99.9, 1000) == 999          # 999.0000000000001 is taken as 999
+    assert rank(99.9, 1001) == 1000         # ceil(999.999)
+    assert rank(50, 1) == 1 and rank(0.001, 10) == 1 and rank(100, 7) == 7
+    assert rank(33.3, 3) == 1               # 0.999: not within 8 ulps of 1, ceil -> 1
+
+
+@pytest.mark.parametrize("k", [K_MIN, 5, K_MAX])
 def test_merge_equals_recording_everything(k):
     rnd = random.Random(k)
     a_vals = [rnd.randrange(0, 1 << 36) for _ in range(3000)]
     b_vals = [int(rnd.expovariate(1e-5)) for _ in range(2000)]
     a, b = Histogram.from_values(k, a_vals), Histogram.from_values(k, b_vals)
     both = Histogram.from_values(k, a_vals + b_vals)
-    assert a + b == both
-    assert a.merge(b) == both and a.count == 5000
-    for q in (50, 90, 99, 99.9, 100):
-        assert both.percentile(q) is not None
+    assert a + b == both and a.count == 3000      # + leaves its operands alone
+    assert a.merge(b) is a and a == both and a.count == 5000
     vals = sorted(a_vals + b_vals)
-    p99 = vals[int(0.99 * len(vals)) - 1]
-    assert abs(both.percentile(99) - p99) <= p99 * 2 ** -(k + 1) + 1
+    for q in (1, 50, 90, 99, 99.9, 100):
+        exact = vals[rank(q, len(vals)) - 1]
+        assert abs(both.percentile(q) - exact) <= exact * 2 ** -(k + 1) + 1, q
+
+
+def test_merge_of_wire_histograms_is_exact():
+    a = Histogram(5, [3, 40, 100], [1, 2, 3])
+    b = Histogram(5, [40, 101], [5, 1])
+    a.merge(b)
+    assert list(a.buckets()) == [(3, 1), (40, 7), (100, 3), (101, 1)]
+    assert a.merge(Histogram(5)) == a
 
 
 def test_merge_rejects_other_precision():
     with pytest.raises(ValueError, match="precision"):
         Histogram(5).merge(Histogram(4))
+    with pytest.raises(ValueError, match="precision"):
+        Histogram(5) + Histogram(6)
 
 
 def test_summary_values():
-    h = Histogram(5, [bucket_index(100, 5), bucket_index(5000, 5)], [3, 1])
+    lo_b, hi_b = bucket_index(100, 5), bucket_index(5000, 5)
+    h = Histogram(5, [lo_b, hi_b], [3, 1])
     assert h.count == 4
-    assert h.min == bucket_lower(bucket_index(100, 5), 5)
-    assert h.max == bucket_upper(bucket_index(5000, 5), 5)
-    assert h.percentile(50) == bucket_mid(bucket_index(100, 5), 5)
-    assert h.cdf()[-1][1] == 1.0
-    assert Histogram(5).percentile(50) is None and Histogram(5).mean is None
+    assert h.min == bucket_lower(lo_b, 5) and h.max == bucket_upper(hi_b, 5)
+    assert h.sum == 3 * bucket_mid(lo_b, 5) + bucket_mid(hi_b, 5)
+    assert h.mean == h.sum / 4
+    assert h.percentile(50) == h.percentile(75) == bucket_mid(lo_b, 5)
+    assert h.percentile(76) == bucket_mid(hi_b, 5)
+    assert h.cdf() == [(bucket_upper(lo_b, 5), 0.75), (bucket_upper(hi_b, 5), 1.0)]
+    d = h.to_dict()
+    assert d["buckets"] == [[lo_b, 3], [hi_b, 1]] and d["precision"] == 5 and d["count"] == 4
+    assert d["p50"] == bucket_mid(lo_b, 5) and d["max"] == h.max
+
+
+def test_empty_histogram():
+    e = Histogram(5)
+    assert e.count == 0 and e.sum == 0 and e.cdf() == []
+    assert e.percentile(50) is None and e.mean is None and e.min is None and e.max is None
+    assert e.to_dict() == {"precision": 5, "count": 0, "mean": None, "min": None, "p50": None,
+                           "p90": None, "p99": None, "p999": None, "max": None, "buckets": []}
+
+
+def test_bad_input_is_rejected():
     with pytest.raises(ValueError):
-        Histogram(5, [nbuckets(5)], [1])
+        Histogram(5, [nbuckets(5)], [1])            # index past the last bucket
+    with pytest.raises(ValueError):
+        Histogram(5, [1, 2], [1])                   # lengths differ
+    with pytest.raises(ValueError):
+        Histogram(K_MAX + 1)
+    with pytest.raises(ValueError):
+        bucket_index(-1, 5)
+    for q in (0, -1, 100.5, float("nan")):
+        with pytest.raises(ValueError):
+            Histogram(5, [1], [1]).percentile(q)
+
+
+def test_wire_round_trip():
+    h = Histogram.from_values(5, [1, 1000, 10**6, 2**45])
+    assert Histogram.from_pb(h.to_pb(), 4) == h
+    assert Histogram.from_pb(None, 4) == Histogram(4)
+    assert list(h.buckets())[-1] == (nbuckets(5) - 1, 1)   # clamped into the last bucket

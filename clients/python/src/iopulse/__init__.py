@@ -7,15 +7,15 @@
         for update in c.subscribe(devices=["sda"]):
             print(update.devices["sda"].ops["write"].service_ns.percentile(99))
 """
-from .client import DEFAULT_TARGET, Client, Phase, Subscription
+from .client import DEFAULT_TARGET, Client, Phase, RetryPolicy, Subscription, parse_target
 from .errors import Cancelled, DeadlineExceeded, InvalidArgument, IopulseError, Unavailable
 from .histogram import Histogram
-from .model import (AgentCost, DeviceInfo, DeviceStats, HistogramLayout, Info, OpStats,
+from .model import (AgentCost, DeviceInfo, DeviceStats, Drops, HistogramLayout, Info, OpStats,
                     PhaseMark, ThreadSync, Update)
 
 __version__ = "0.1.0"
 
-__all__ = ["Client", "Subscription", "Phase", "DEFAULT_TARGET", "Histogram", "Update",
-           "DeviceStats", "OpStats", "ThreadSync", "PhaseMark", "Info", "DeviceInfo",
-           "HistogramLayout", "AgentCost", "IopulseError", "Unavailable", "InvalidArgument",
-           "DeadlineExceeded", "Cancelled"]
+__all__ = ["Client", "Subscription", "Phase", "RetryPolicy", "DEFAULT_TARGET", "parse_target",
+           "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "PhaseMark", "Drops",
+           "Info", "DeviceInfo", "HistogramLayout", "AgentCost", "IopulseError", "Unavailable",
+           "InvalidArgument", "DeadlineExceeded", "Cancelled", "__version__"]

@@ -1,16 +1,24 @@
-"""The iopulse command: info, snapshot, top, watch, mark."""
+"""The iopulse command: info, snapshot, top, watch, mark.
+
+Exit status: 0 ok (also after Ctrl-C, and when the reader of our output goes away), 1 the
+daemon failed or cannot be reached, 2 usage error (including a request the daemon rejected as
+invalid, e.g. an unknown device name).
+"""
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import os
 import sys
-from typing import Optional
+import time
+from typing import Any, Callable, Optional
 
-from .client import DEFAULT_TARGET, Client
-from .errors import IopulseError
-from .model import Update
+from . import __version__
+from .client import DEFAULT_TARGET, Client, parse_target
+from .errors import InvalidArgument, IopulseError
+from .render import SORT_KEYS, render
+
+EXIT_OK, EXIT_SERVER, EXIT_USAGE = 0, 1, 2
 
 EXAMPLES = {
     None: """examples:
@@ -19,242 +27,266 @@ EXAMPLES = {
   iopulse watch --json --count 60 > run.jsonl  one JSON line per Update, 60 of them
   iopulse mark fill --label run=3              mark a benchmark phase (then: mark fill --end)
   iopulse snapshot --json --device sda         everything since the daemon started
-  iopulse info                                 version, kernel, devices, config in effect""",
-    "info": "examples:\n  iopulse info\n  iopulse info --json | jq .devices",
-    "snapshot": "examples:\n  iopulse snapshot\n  iopulse snapshot --json --device nvme0n1",
+  iopulse info                                 version, kernel, devices, config in effect
+
+The daemon is at --target, else $IOPULSE_TARGET, else %s.
+Exit status: 0 ok, 1 the daemon failed or cannot be reached, 2 usage error.""" % DEFAULT_TARGET,
+    "info": """examples:
+  iopulse info
+  iopulse info --json | jq .devices
+  iopulse --target /run/iopulse/iopulse.sock info""",
+    "snapshot": """examples:
+  iopulse snapshot                         table of everything since the daemon started
+  iopulse snapshot --json --device nvme0n1 sda
+  iopulse snapshot --json --thread 'bstore_kv*'""",
     "top": """examples:
   iopulse top                       refresh every interval, busiest devices first
   iopulse top --device 'sd*' --sort svc
   iopulse top --interval-multiple 10 --threads 20
-  iopulse top --once                print one table and exit""",
+  iopulse top --once                print one table and exit
+
+IOPS and MB/s count reads, writes and discards; the queue wait and service columns merge
+reads and writes; flush/s is flush requests sent to the device, flush p99 the latency of
+requests carrying REQ_PREFLUSH (fsync barriers). Rates are per second of each Update's
+window. Ctrl-C leaves; without a terminal one table is printed per Update.""",
     "watch": """examples:
   iopulse watch --json
   iopulse watch --json --device sda --count 10
-  iopulse watch --json --replay 300 > last5min.jsonl""",
+  iopulse watch --json --replay 300 > last5min.jsonl
+  iopulse watch --json --thread 'bstore_*' --interval-multiple 10""",
     "mark": """examples:
   iopulse mark fill --label run=3 --label bs=4k
-  iopulse mark fill --end""",
+  iopulse mark fill --end --label run=3
+
+Prints the daemon's timestamp of the mark; the mark arrives in the Update whose window
+holds it.""",
 }
 
 
-def fmt_ns(v: Optional[float]) -> str:
-    if v is None:
-        return "-"
-    if v < 1e3:
-        return f"{v:.0f}ns"
-    if v < 1e6:
-        return f"{v / 1e3:.0f}us" if v >= 1e4 else f"{v / 1e3:.1f}us"
-    if v < 1e9:
-        return f"{v / 1e6:.1f}ms"
-    return f"{v / 1e9:.2f}s"
+def _int_at_least(lo: int) -> Callable[[str], int]:
+    def parse(s: str) -> int:
+        try:
+            v = int(s, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{s!r} is not a whole number") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"{v} is less than {lo}")
+        return v
+    return parse
 
 
-def device_rows(u: Update, globs: list[str], sort: str) -> list[dict]:
-    secs = u.seconds or 1.0
-    rows = []
-    for name, d in u.devices.items():
-        if globs and not any(fnmatch.fnmatch(name, g) for g in globs):
-            continue
-        rw = [d.ops["read"], d.ops["write"], d.ops["discard"]]
-        ios = sum(o.ios for o in rw)
-        q = rw[0].queue_wait_ns + rw[1].queue_wait_ns
-        s = rw[0].service_ns + rw[1].service_ns
-        rows.append({
-            "name": name + (f" (osd.{d.osd_id} {d.osd_role})" if d.osd_id is not None else ""),
-            "iops": ios / secs, "mbps": sum(o.bytes for o in rw) / secs / 1e6,
-            "q50": q.percentile(50) if q.count else None,
-            "q99": q.percentile(99) if q.count else None,
-            "s50": s.percentile(50) if s.count else None,
-            "s99": s.percentile(99) if s.count else None,
-            "seq": d.sequential_pct,
-            "flush": (d.ops["flush"].ios + d.preflush) / secs,
-            "f99": d.preflush_latency_ns.percentile(99) if d.preflush_latency_ns.count else None,
-        })
-    key = {"iops": lambda r: -r["iops"], "mbps": lambda r: -r["mbps"],
-           "qwait": lambda r: -(r["q99"] or 0), "svc": lambda r: -(r["s99"] or 0),
-           "name": lambda r: r["name"]}[sort]
-    return sorted(rows, key=key)
-
-
-def thread_rows(u: Update, n: int) -> list[dict]:
-    secs = u.seconds or 1.0
-    rows = [{"name": t.comm, "id": f"{t.pid}/{t.tid}", "osd": t.osd_id, "device": t.device,
-             "calls": t.calls / secs,
-             "p99": t.latency_ns.percentile(99) if t.latency_ns.count else None}
-            for t in u.threads if t.calls]
-    return sorted(rows, key=lambda r: -r["calls"])[:n]
-
-
-def render(u: Update, args):
-    from rich.console import Group
-    from rich.table import Table
-
-    dev = Table(title=f"iopulse  seq {u.seq}  {u.seconds:.2f}s"
-                      + (f"  ({u.merged} intervals merged)" if u.merged > 1 else ""),
-                title_justify="left", expand=False)
-    for col in ("device", "IOPS", "MB/s", "qwait p50", "qwait p99", "svc p50", "svc p99",
-                "seq %", "flush/s", "flush p99"):
-        dev.add_column(col, justify="left" if col == "device" else "right")
-    for r in device_rows(u, args.device or [], args.sort):
-        dev.add_row(r["name"], f"{r['iops']:.0f}", f"{r['mbps']:.2f}", fmt_ns(r["q50"]),
-                    fmt_ns(r["q99"]), fmt_ns(r["s50"]), fmt_ns(r["s99"]),
-                    "-" if r["seq"] is None else f"{r['seq']:.0f}", f"{r['flush']:.1f}",
-                    fmt_ns(r["f99"]))
-    thr = Table(title="busiest sync threads", title_justify="left")
-    for col in ("thread", "pid/tid", "OSD", "device", "calls/s", "p99"):
-        thr.add_column(col, justify="left" if col in ("thread", "device") else "right")
-    for r in thread_rows(u, args.threads):
-        thr.add_row(r["name"], r["id"], "-" if r["osd"] is None else str(r["osd"]),
-                    r["device"] or "?", f"{r['calls']:.1f}", fmt_ns(r["p99"]))
-    marks = [f"{'end' if m.end else 'begin'} {m.name}" for m in u.phases]
-    parts = [dev, thr]
-    if marks:
-        parts.append("phases: " + ", ".join(marks))
-    return Group(*parts)
-
-
-def cmd_top(c: Client, args) -> int:
-    from rich.console import Console
-    from rich.live import Live
-
-    console = Console()
-    sub = c.subscribe(interval_multiple=args.interval_multiple)
+def _seconds(s: str) -> float:
     try:
-        if args.once or not console.is_terminal:
-            for i, u in enumerate(sub):
-                console.print(render(u, args))
-                if args.once:
-                    break
-            return 0
-        with Live(console=console, auto_refresh=False, screen=False) as live:
-            live.update("waiting for the first Update ...", refresh=True)
-            for u in sub:
-                live.update(render(u, args), refresh=True)
-    finally:
-        sub.cancel()
-    return 0
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a number of seconds") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{s} is not a finite number of seconds >= 0")
+    return v
 
 
-def cmd_watch(c: Client, args) -> int:
-    sub = c.subscribe(interval_multiple=args.interval_multiple, devices=args.device or [],
-                      replay_seconds=args.replay)
+def _label(s: str) -> tuple[str, str]:
+    k, sep, v = s.partition("=")
+    if not sep or not k:
+        raise argparse.ArgumentTypeError(f"{s!r}: expected KEY=VALUE")
+    return k, v
+
+
+def _target(s: str) -> str:
     try:
-        for n, u in enumerate(sub, 1):
-            sys.stdout.write(json.dumps(u.to_dict(), separators=(",", ":")) + "\n")
-            sys.stdout.flush()
-            if args.count and n >= args.count:
-                break
-    finally:
-        sub.cancel()
-    return 0
-
-
-def cmd_info(c: Client, args) -> int:
-    i = c.info()
-    if args.json:
-        print(json.dumps(i.to_dict(), indent=2))
-        return 0
-    print(f"iopulsed {i.version} on kernel {i.kernel}, attach mode {i.attach_mode}, "
-          f"BTF {'yes' if i.btf else 'no'}")
-    print(f"interval {i.interval_ns / 1e9:g}s, replay ring {i.ring_seconds}s, "
-          f"{i.subscribers} subscriber(s), last interval #{i.last_seq}")
-    print(f"histograms: precision {i.histogram.precision}, {i.histogram.buckets} buckets, "
-          f"max error {i.histogram.max_relative_error * 100:.2f}%")
-    print(f"agent: RSS {i.cost.rss_bytes / 2**20:.1f} MiB, CPU user {i.cost.cpu_user_s:.2f}s "
-          f"system {i.cost.cpu_system_s:.2f}s, BPF "
-          + (f"{i.cost.bpf_run_time_ns / 1e9:.3f}s over {i.cost.bpf_run_count} runs"
-             if i.cost.bpf_stats else "run time not measured (bpf_stats off)"))
-    print("devices:")
-    for d in i.devices:
-        extra = [x for x in (d.model, d.dm_name and f"dm {d.dm_name}",
-                             d.osd_id is not None and f"osd.{d.osd_id} {d.osd_role}",
-                             "rotational" if d.rotational else "", "partition" if d.partition
-                             else "") if x]
-        print(f"  {d.name:12} {d.major}:{d.minor:<5} {', '.join(extra)}")
-    print("config:")
-    for k in sorted(i.config):
-        print(f"  {k} = {i.config[k]}")
-    return 0
-
-
-def cmd_snapshot(c: Client, args) -> int:
-    u = c.snapshot(devices=args.device or [])
-    if args.json:
-        print(json.dumps(u.to_dict(), separators=(",", ":")))
-        return 0
-    from rich.console import Console
-    args.sort, args.threads = "iops", 20
-    Console().print(render(u, args))
-    return 0
-
-
-def cmd_mark(c: Client, args) -> int:
-    labels = {}
-    for kv in args.label or []:
-        if "=" not in kv:
-            print(f"iopulse: --label {kv!r}: expected KEY=VALUE", file=sys.stderr)
-            return 2
-        k, v = kv.split("=", 1)
-        labels[k] = v
-    m = c.mark_phase(args.name, end=args.end, **labels).begin
-    print(f"{'end' if m.end else 'begin'} {m.name} #{m.id} at {m.realtime_ns} "
-          f"(monotonic {m.monotonic_ns})")
-    return 0
+        return parse_target(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
-    p = argparse.ArgumentParser(prog="iopulse", description="Per-device block IO telemetry "
-                                "from iopulsed, live.", epilog=EXAMPLES[None], formatter_class=fmt)
-    p.add_argument("--target", default=os.environ.get("IOPULSE_TARGET", DEFAULT_TARGET),
-                   help="daemon address: unix:/path, /path or host:port "
-                        f"(default $IOPULSE_TARGET or {DEFAULT_TARGET})")
-    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+    p = argparse.ArgumentParser(prog="iopulse", formatter_class=fmt, epilog=EXAMPLES[None],
+                                description="Per-device block IO telemetry from iopulsed.")
+    p.add_argument("--target", type=_target,
+                   default=os.environ.get("IOPULSE_TARGET") or DEFAULT_TARGET,
+                   help="daemon address: unix:/PATH, unix:///PATH, /PATH or HOST:PORT "
+                        f"(default: $IOPULSE_TARGET, else {DEFAULT_TARGET})")
+    p.add_argument("--connect-timeout", type=_seconds, default=10.0, metavar="S",
                    help="keep retrying an unreachable daemon this long (default 10)")
+    p.add_argument("--timeout", type=_seconds, default=10.0, metavar="S",
+                   help="time limit of each info, snapshot or mark call (default 10, 0: none)")
+    p.add_argument("--version", action="version", version=f"iopulse {__version__}")
     sp = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
-    s = sp.add_parser("info", help="version, kernel, devices, config", epilog=EXAMPLES["info"],
-                      formatter_class=fmt)
-    s.add_argument("--json", action="store_true")
-    s = sp.add_parser("snapshot", help="everything since the daemon started",
-                      epilog=EXAMPLES["snapshot"], formatter_class=fmt)
-    s.add_argument("--json", action="store_true")
-    s.add_argument("--device", action="append", metavar="NAME")
-    s = sp.add_parser("top", help="live per-device table", epilog=EXAMPLES["top"],
-                      formatter_class=fmt)
-    s.add_argument("--interval-multiple", type=int, default=1, metavar="N")
-    s.add_argument("--sort", choices=["iops", "mbps", "qwait", "svc", "name"], default="iops")
-    s.add_argument("--device", action="append", metavar="GLOB")
-    s.add_argument("--threads", type=int, default=10, metavar="N",
-                   help="sync threads shown (default 10)")
+    def sub(name: str, help: str) -> argparse.ArgumentParser:
+        return sp.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
+                             epilog=EXAMPLES[name], formatter_class=fmt)
+
+    s = sub("info", "version, kernel, histogram layout, devices, config, agent cost")
+    s.add_argument("--json", action="store_true", help="one JSON object")
+
+    s = sub("snapshot", "everything since the daemon started, merged")
+    s.add_argument("--json", action="store_true", help="one JSON object (an Update)")
+    s.add_argument("--device", action="extend", nargs="+", default=[], metavar="NAME",
+                   help="only these devices (exact names)")
+    s.add_argument("--thread", action="extend", nargs="+", default=[], metavar="GLOB",
+                   help="only threads whose name matches")
+
+    s = sub("top", "live per-device table and the busiest sync threads")
+    s.add_argument("--interval-multiple", type=_int_at_least(1), default=1, metavar="N",
+                   help="one refresh per N daemon intervals (default 1)")
+    s.add_argument("--sort", choices=SORT_KEYS, default="iops",
+                   help="row order (default iops; qwait and svc sort by p99)")
+    s.add_argument("--device", action="extend", nargs="+", default=[], metavar="GLOB",
+                   help="only devices whose name matches (fnmatch)")
+    s.add_argument("--threads", type=_int_at_least(0), default=10, metavar="N",
+                   help="sync threads shown (default 10, 0: none)")
     s.add_argument("--once", action="store_true", help="print one table and exit")
-    s = sp.add_parser("watch", help="one JSON line per Update", epilog=EXAMPLES["watch"],
-                      formatter_class=fmt)
-    s.add_argument("--json", action="store_true", required=True)
-    s.add_argument("--interval-multiple", type=int, default=1, metavar="N")
-    s.add_argument("--device", action="append", metavar="NAME")
-    s.add_argument("--replay", type=int, default=0, metavar="S",
-                   help="start with the last S seconds kept by the daemon")
-    s.add_argument("--count", type=int, default=0, metavar="N", help="stop after N Updates")
-    s = sp.add_parser("mark", help="mark a benchmark phase", epilog=EXAMPLES["mark"],
-                      formatter_class=fmt)
-    s.add_argument("name")
+
+    s = sub("watch", "one JSON line per Update")
+    s.add_argument("--json", action="store_true", required=True,
+                   help="JSON lines (the only format; required)")
+    s.add_argument("--interval-multiple", type=_int_at_least(1), default=1, metavar="N",
+                   help="one Update per N daemon intervals (default 1)")
+    s.add_argument("--device", action="extend", nargs="+", default=[], metavar="NAME",
+                   help="only these devices (exact names)")
+    s.add_argument("--thread", action="extend", nargs="+", default=[], metavar="GLOB",
+                   help="only threads whose name matches")
+    s.add_argument("--replay", type=_int_at_least(0), default=0, metavar="S",
+                   help="start with the last S seconds the daemon kept")
+    s.add_argument("--count", type=_int_at_least(1), default=None, metavar="N",
+                   help="stop after N Updates")
+
+    s = sub("mark", "mark the begin (or --end) of a named phase, e.g. a benchmark step")
+    s.add_argument("name", metavar="NAME")
     s.add_argument("--end", action="store_true", help="the phase ends (default: it begins)")
-    s.add_argument("--label", action="append", metavar="KEY=VALUE")
+    s.add_argument("--label", action="append", type=_label, default=[], metavar="KEY=VALUE",
+                   help="a label of the mark (repeatable)")
     return p
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    args = parser().parse_args(argv)
-    cmds = {"info": cmd_info, "snapshot": cmd_snapshot, "top": cmd_top, "watch": cmd_watch,
+def _print_json(obj: Any, indent: Optional[int] = None) -> None:
+    sys.stdout.write(json.dumps(obj, indent=indent, separators=None if indent else (",", ":"))
+                     + "\n")
+    sys.stdout.flush()
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 160   # not 80: keep the ten columns of a pipe or log file readable
+    return console
+
+
+def cmd_info(c: Client, args: argparse.Namespace) -> int:
+    i = c.info()
+    if args.json:
+        _print_json(i.to_dict(), indent=2)
+        return EXIT_OK
+    started = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(i.started_realtime_ns / 1e9))
+    print(f"iopulsed {i.version} at {c.target}, kernel {i.kernel}, attach mode "
+          f"{i.attach_mode}, BTF {'yes' if i.btf else 'no'}, started {started}")
+    print(f"interval {i.interval_s:g}s, last interval #{i.last_seq}, replay ring "
+          f"{i.ring_seconds}s, {i.subscribers} subscriber(s); last fan-out "
+          f"{i.fanout_ns / 1e6:.2f}ms to {i.fanout_streams} stream(s)")
+    h = i.histogram
+    print(f"histograms: precision {h.precision}, range 2^{h.range_bits}, {h.buckets} buckets, "
+          f"max error {h.max_relative_error * 100:g}%")
+    runs = i.cost.bpf_run_count
+    bpf = (f"{i.cost.bpf_run_time_ns / 1e9:.3f}s over {runs} runs"
+           + (f" ({i.cost.bpf_run_time_ns / runs:.0f}ns each)" if runs else "")
+           if i.cost.bpf_stats else "run time not measured (bpf_stats off)")
+    print(f"agent: RSS {i.cost.rss_bytes / 2**20:.1f} MiB, CPU user {i.cost.cpu_user_s:.2f}s "
+          f"system {i.cost.cpu_system_s:.2f}s, BPF {bpf}")
+    print(f"devices ({len(i.devices)}):")
+    for d in i.devices:
+        extra = [x for x in (d.model, d.dm_name and f"dm {d.dm_name}",
+                             d.slaves and f"on {'+'.join(d.slaves)}",
+                             d.osd_id is not None and f"osd.{d.osd_id} {d.osd_role or ''}".strip(),
+                             "rotational" if d.rotational else "",
+                             "partition" if d.partition else "",
+                             "" if d.present else "gone") if x]
+        print(f"  {d.name:14} {d.dev:8} {', '.join(extra)}")
+    print("config:")
+    for k in sorted(i.config):
+        print(f"  {k} = {i.config[k]}")
+    return EXIT_OK
+
+
+def cmd_snapshot(c: Client, args: argparse.Namespace) -> int:
+    u = c.snapshot(devices=args.device, threads=args.thread)
+    if args.json:
+        _print_json(u.to_dict())
+        return EXIT_OK
+    _console().print(render(u, f"iopulse snapshot {c.target} (rates: average since start)",
+                            nthreads=20))
+    return EXIT_OK
+
+
+def cmd_top(c: Client, args: argparse.Namespace) -> int:
+    from rich.live import Live
+
+    console = _console()
+    what = f"iopulse top {c.target}"
+
+    def table(u: Any) -> Any:
+        return render(u, what, args.device, args.sort, args.threads)
+
+    with c.subscribe(interval_multiple=args.interval_multiple) as sub:
+        if args.once or not console.is_terminal:
+            for u in sub:
+                console.print(table(u))
+                if args.once:
+                    break
+            return EXIT_OK
+        with Live(console=console, auto_refresh=False, screen=False) as live:
+            live.update(f"{what}: waiting for the first Update ...", refresh=True)
+            for u in sub:
+                live.update(table(u), refresh=True)
+    return EXIT_OK
+
+
+def cmd_watch(c: Client, args: argparse.Namespace) -> int:
+    with c.subscribe(interval_multiple=args.interval_multiple, devices=args.device,
+                     threads=args.thread, replay_seconds=args.replay) as sub:
+        for n, u in enumerate(sub, 1):
+            _print_json(u.to_dict())
+            if args.count is not None and n >= args.count:
+                break
+    return EXIT_OK
+
+
+def cmd_mark(c: Client, args: argparse.Namespace) -> int:
+    m = c.mark_phase(args.name, end=args.end, **dict(args.label)).mark
+    secs, ns = divmod(m.realtime_ns, 1_000_000_000)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ns:09d}Z"
+    labels = "".join(f" {k}={v}" for k, v in sorted(m.labels.items()))
+    print(f"{'end' if m.end else 'begin'} {m.name}{labels}: {stamp} (realtime_ns "
+          f"{m.realtime_ns}, monotonic_ns {m.monotonic_ns}, id {m.id})")
+    return EXIT_OK
+
+
+COMMANDS = {"info": cmd_info, "snapshot": cmd_snapshot, "top": cmd_top, "watch": cmd_watch,
             "mark": cmd_mark}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Run the iopulse command with argv (default sys.argv[1:]); returns the exit status."""
+    args = parser().parse_args(argv)
     try:
-        with Client(args.target, connect_deadline=args.connect_timeout) as c:
-            return cmds[args.cmd](c, args)
+        with Client(args.target, timeout=args.timeout or None,
+                    connect_deadline=args.connect_timeout) as c:
+            return COMMANDS[args.cmd](c, args)
     except KeyboardInterrupt:
-        return 0
+        return EXIT_OK
     except BrokenPipeError:
-        return 0
+        # The reader went away (iopulse watch --json | head): stop quietly, and keep Python
+        # from complaining about the unflushable stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_OK
+    except InvalidArgument as e:
+        print(f"iopulse: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except IopulseError as e:
         print(f"iopulse: {e}", file=sys.stderr)
-        return 1
+        return EXIT_SERVER

@@ -1,8 +1,13 @@
-"""iopulse.Client: the daemon's gRPC API as typed Python calls."""
+"""iopulse.Client: the daemon's gRPC API (service iopulse.v1.Telemetry) as typed Python calls."""
 from __future__ import annotations
 
+import random
+import threading
 import time
-from typing import Iterable, Iterator, Optional
+import weakref
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Callable, Iterable, Iterator, Optional, Type, TypeVar
 
 import grpc
 
@@ -13,73 +18,172 @@ from .model import Info, PhaseMark, Update
 
 DEFAULT_TARGET = "unix:/run/iopulse/iopulse.sock"
 
+# gRPC's own reconnect backoff (1 s, growing 1.6x to 120 s) makes retries fail fast without
+# trying to connect: a daemon that came up 16 s into a wait was seen 11 s late. Keep the
+# channel on our 0.1 s .. 2 s schedule (then: one retry late at most). Not
+# grpc.min_reconnect_backoff_ms: that is the minimum connect timeout, which remote TCP needs.
+RECONNECT_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
+                     ("grpc.max_reconnect_backoff_ms", 2000)]
 # Subscriptions keep their HTTP/2 receive window small: a subscriber that stops reading makes
 # the daemon's sends wait after ~1 Update, so what it missed arrives merged into one fresh
 # Update instead of sitting in a multi-megabyte window (the default) as a backlog of old ones.
 STREAM_OPTIONS = [("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)]
 
+T = TypeVar("T")
+_OTHER_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix-abstract:", "vsock:")
 
-def normalize_target(target: str) -> str:
-    """'unix:/p', 'unix:///p', '/p' (a socket path) or 'host:port' -> a gRPC target."""
-    if target.startswith("unix:"):
-        path = target[len("unix:"):]
+
+def parse_target(target: str) -> str:
+    """The gRPC target for an iopulse address.
+
+    'unix:/path', 'unix:///path' and a bare absolute '/path' name a unix socket (returned as
+    'unix:/path'); 'host:port' (also '[v6addr]:port') is TCP; other gRPC URIs ('dns:///h:p',
+    'ipv4:...', 'unix-abstract:...') pass through. Raises ValueError for anything else.
+    """
+    t = target.strip()
+    if t.startswith("unix:"):
+        path = t[len("unix:"):]
         if path.startswith("//"):
             path = path[2:]
+            if not path.startswith("/"):
+                raise ValueError(f"target {target!r}: unix://HOST/PATH is not supported; "
+                                 "use unix:/PATH or unix:///PATH")
+        if not path:
+            raise ValueError(f"target {target!r}: no socket path")
         return "unix:" + path
-    if target.startswith("/"):
-        return "unix:" + target
-    return target
+    if t.startswith("/"):
+        return "unix:" + t
+    if t.startswith(_OTHER_SCHEMES):
+        return t
+    host, sep, port = t.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"target {target!r}: expected unix:/PATH, unix:///PATH, /PATH or "
+                         "HOST:PORT")
+    return t
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Which failures are retried and how long to wait between attempts.
+
+    Attempts are retried while the status code is in codes and the client's connect_deadline
+    has not passed; the waits start at initial_backoff_s and grow by multiplier up to
+    max_backoff_s, each scaled by a random factor in [1 - jitter, 1 + jitter].
+    """
+    codes: frozenset = frozenset({grpc.StatusCode.UNAVAILABLE})
+    initial_backoff_s: float = 0.1
+    multiplier: float = 2.0
+    max_backoff_s: float = 2.0
+    jitter: float = 0.1
+
+    def delays(self) -> Iterator[float]:
+        """The wait before each retry, endlessly."""
+        d = self.initial_backoff_s
+        while True:
+            yield d * random.uniform(1.0 - self.jitter, 1.0 + self.jitter)
+            d = min(d * self.multiplier, self.max_backoff_s)
+
+    def retryable(self, e: grpc.RpcError) -> bool:
+        return hasattr(e, "code") and e.code() in self.codes
 
 
 class Phase:
-    """A phase mark sent to the daemon; as a context manager, the phase ends on exit."""
+    """A phase mark sent to the daemon (mark: the PhaseMark it returned).
 
-    def __init__(self, client: "Client", begin: PhaseMark, labels: dict[str, str]):
+    Used as a context manager, the phase ends on exit: `with client.mark_phase("fill"):`
+    sends the begin mark when called and the end mark (same name and labels) when the block
+    is left, also when it raises. Used as a plain call, it sent that one mark and nothing else.
+    """
+
+    def __init__(self, client: "Client", mark: PhaseMark) -> None:
         self.client = client
-        self.begin = begin
-        self.labels = labels
-        self.end: Optional[PhaseMark] = None
+        self.mark = mark
+        self.end_mark: Optional[PhaseMark] = None
 
     @property
     def name(self) -> str:
-        return self.begin.name
+        return self.mark.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.mark.labels
+
+    def finish(self) -> PhaseMark:
+        """Send the end mark of a begun phase (once); returns it. For an end mark, a no-op
+        returning that mark."""
+        if self.mark.end:
+            return self.mark
+        if self.end_mark is None:
+            self.end_mark = self.client._mark(self.name, True, self.labels)
+        return self.end_mark
 
     def __enter__(self) -> "Phase":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.end = self.client.mark_phase(self.name, end=True, **self.labels).begin
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if exc_type is None:
+            self.finish()
+            return
+        try:
+            self.finish()
+        except errors.IopulseError:
+            pass  # the block's own exception is the one worth seeing
+
+    def __repr__(self) -> str:
+        return f"Phase({self.mark!r}, end_mark={self.end_mark!r})"
 
 
 class Subscription:
-    """An iterator of Updates; cancel() (or leaving a with block) ends the stream."""
+    """An iterator of Updates from one Subscribe stream.
 
-    def __init__(self, client: "Client", call):
-        self._client = client
+    cancel() (from any thread), leaving a with block, closing the Client or dropping the last
+    reference ends the stream; iteration then stops without an error. Stream failures raise
+    iopulse exceptions (Unavailable when the daemon shuts down).
+    """
+
+    def __init__(self, client: "Client", call: Any) -> None:
+        self._client = client   # keeps the channel alive for `for u in Client().subscribe()`
         self._call = call
+        self._cancelled = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
 
     def __iter__(self) -> Iterator[Update]:
         return self
 
     def __next__(self) -> Update:
+        if self._cancelled:
+            raise StopIteration
         try:
-            return Update.from_pb(next(self._call))
+            msg = next(self._call)
         except grpc.RpcError as e:
+            if self._cancelled:
+                raise StopIteration from None
             raise errors.from_rpc_error(e, self._client.target, "Subscribe") from None
+        try:
+            return Update.from_pb(msg)
+        except ValueError as e:
+            self.cancel()
+            raise errors.malformed(self._client.target, "Subscribe", e) from None
 
     def cancel(self) -> None:
+        """End the stream; the daemon drops this subscriber."""
+        self._cancelled = True
         self._call.cancel()
 
     def __enter__(self) -> "Subscription":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.cancel()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
-            self._call.cancel()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
+            self.cancel()
+        except Exception:  # noqa: BLE001 - interpreter shutdown; nothing left to cancel
             pass
 
 
@@ -90,21 +194,38 @@ class Client:
     ...     for u in c.subscribe(devices=["sda"]):
     ...         print(u.seq, u.devices["sda"].ops["write"].ios)
 
-    Unary calls and the start of a subscription retry while the daemon is UNAVAILABLE, with
-    backoff (0.1 s doubling to 2 s), for up to connect_deadline seconds.
+    target: see parse_target(). timeout: seconds each unary call may take. connect_deadline:
+    how long unary calls and the start of a subscription keep retrying while the daemon is
+    UNAVAILABLE (backoff per retry, default 0.1 s doubling to 2 s). Failures raise
+    iopulse.errors exceptions naming the target. The client is thread-safe.
     """
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, timeout: float = 10.0,
-                 connect_deadline: float = 10.0):
-        self.target = normalize_target(target)
+    def __init__(self, target: str = DEFAULT_TARGET, *, timeout: Optional[float] = 10.0,
+                 connect_deadline: float = 10.0, retry: RetryPolicy = RetryPolicy()) -> None:
+        self.target = parse_target(target)
         self.timeout = timeout
         self.connect_deadline = connect_deadline
-        self._channel = grpc.insecure_channel(self.target)
+        self.retry = retry
+        self._lock = threading.Lock()
+        self._closed = False
+        self._channel = grpc.insecure_channel(self.target, options=RECONNECT_OPTIONS)
         self._stub = pb_grpc.TelemetryStub(self._channel)
         self._stream_channel: Optional[grpc.Channel] = None
+        self._subs: "weakref.WeakSet[Subscription]" = weakref.WeakSet()
 
-    # -- plumbing --
+    def __repr__(self) -> str:
+        return f"Client({self.target!r})"
+
+    # -- lifetime --
     def close(self) -> None:
+        """Cancel every subscription and close the connection (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            subs = list(self._subs)
+        for s in subs:
+            s.cancel()
         self._channel.close()
         if self._stream_channel is not None:
             self._stream_channel.close()
@@ -112,66 +233,106 @@ class Client:
     def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _retry(self, what: str, fn):
+    def _check_open(self, method: str) -> None:
+        if self._closed:
+            raise errors.IopulseError(f"{method} at {self.target}: the client is closed",
+                                      self.target)
+
+    def _with_retry(self, method: str, attempt: Callable[[], T]) -> T:
+        self._check_open(method)
         deadline = time.monotonic() + self.connect_deadline
-        delay = 0.1
-        while True:
+        for delay in self.retry.delays():
             try:
-                return fn()
+                return attempt()
             except grpc.RpcError as e:
-                if e.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() + delay > deadline \
-                        or "shutting down" in (e.details() or ""):
-                    raise errors.from_rpc_error(e, self.target, what) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+                remaining = deadline - time.monotonic()
+                if not self.retry.retryable(e) or remaining <= 0 or self._closed:
+                    raise errors.from_rpc_error(e, self.target, method) from None
+                time.sleep(min(delay, remaining))
+        raise AssertionError("unreachable: delays() is endless")
+
+    def _request(self, method: str, make: Callable[[], T]) -> T:
+        """A request message; bad field values (negative, wrong type) are InvalidArgument."""
+        try:
+            return make()
+        except (TypeError, ValueError) as e:
+            raise errors.InvalidArgument(f"{method} at {self.target}: bad request: {e}",
+                                         self.target, "INVALID_ARGUMENT", str(e)) from None
+
+    def _decode(self, method: str, decode: Callable[[], T]) -> T:
+        try:
+            return decode()
+        except ValueError as e:
+            raise errors.malformed(self.target, method, e) from None
 
     # -- calls --
     def info(self) -> Info:
-        return Info.from_pb(self._retry("GetInfo", lambda: self._stub.GetInfo(
-            pb.InfoRequest(), timeout=self.timeout, wait_for_ready=False)))
+        """The daemon's version, kernel, histogram layout, devices, config and cost."""
+        reply = self._with_retry("GetInfo", lambda: self._stub.GetInfo(
+            pb.InfoRequest(), timeout=self.timeout))
+        return self._decode("GetInfo", lambda: Info.from_pb(reply))
 
     def snapshot(self, devices: Iterable[str] = (), threads: Iterable[str] = ()) -> Update:
-        req = pb.SnapshotRequest(devices=list(devices), threads=list(threads))
-        return Update.from_pb(self._retry("GetSnapshot", lambda: self._stub.GetSnapshot(
-            req, timeout=self.timeout)))
+        """Everything since the daemon started, merged into one Update, for the named devices
+        and thread-name globs (empty: all)."""
+        req = self._request("GetSnapshot", lambda: pb.SnapshotRequest(
+            devices=list(devices), threads=list(threads)))
+        reply = self._with_retry("GetSnapshot", lambda: self._stub.GetSnapshot(
+            req, timeout=self.timeout))
+        return self._decode("GetSnapshot", lambda: Update.from_pb(reply))
 
-    def mark_phase(self, name: str, end: bool = False, **labels: str) -> Phase:
-        """Mark a phase begin (or end=True: its end) at the daemon's clock. The returned Phase
-        is a context manager: `with c.mark_phase("fill", run="3"): ...` ends it on exit."""
-        req = pb.MarkPhaseRequest(name=name, end=end, labels={k: str(v) for k, v in
-                                                              labels.items()})
-        mark = PhaseMark.from_pb(self._retry("MarkPhase", lambda: self._stub.MarkPhase(
-            req, timeout=self.timeout)))
-        return Phase(self, mark, dict(req.labels))
+    def _mark(self, name: str, end: bool, labels: dict[str, str]) -> PhaseMark:
+        req = self._request("MarkPhase", lambda: pb.MarkPhaseRequest(
+            name=name, end=end, labels={str(k): str(v) for k, v in labels.items()}))
+        reply = self._with_retry("MarkPhase", lambda: self._stub.MarkPhase(
+            req, timeout=self.timeout))
+        return self._decode("MarkPhase", lambda: PhaseMark.from_pb(reply))
+
+    def mark_phase(self, name: str, end: bool = False, **labels: Any) -> Phase:
+        """Mark a phase's begin (end=True: its end) on the daemon's clock, now; the mark
+        arrives in the Update whose window holds it. Label values are sent as strings.
+
+        The returned Phase is also a context manager that ends the phase on exit:
+        `with client.mark_phase("fill", run="3"): ...`.
+        """
+        return Phase(self, self._mark(name, end, labels))
 
     def subscribe(self, interval_multiple: int = 1, devices: Iterable[str] = (),
                   threads: Iterable[str] = (), replay_seconds: int = 0,
                   timeout: Optional[float] = None) -> Subscription:
-        """Updates as the daemon produces them (every interval_multiple intervals), for the
-        named devices and thread-name globs (empty: all), starting replay_seconds back. With
-        timeout, the stream ends with DeadlineExceeded after that many seconds."""
-        if self._stream_channel is None:
-            self._stream_channel = grpc.insecure_channel(self.target, options=STREAM_OPTIONS)
-        stub = pb_grpc.TelemetryStub(self._stream_channel)
-        req = pb.SubscribeRequest(interval_multiple=interval_multiple, devices=list(devices),
-                                  threads=list(threads), replay_seconds=replay_seconds)
-        deadline = time.monotonic() + self.connect_deadline
-        delay = 0.1
-        while True:
-            call = stub.Subscribe(req, timeout=timeout)
-            # Wait for the response headers: a refused connection or a bad request shows now.
-            try:
-                call.initial_metadata()
-                if call.done() and call.code() is not grpc.StatusCode.OK:
-                    raise call
-                return Subscription(self, call)
-            except grpc.RpcError as e:
-                code = e.code()
-                if code != grpc.StatusCode.UNAVAILABLE or time.monotonic() + delay > deadline \
-                        or "shutting down" in (e.details() or ""):
-                    raise errors.from_rpc_error(e, self.target, "Subscribe") from None
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+        """Updates as the daemon produces them (one per interval_multiple intervals), for the
+        named devices and thread-name globs (empty: all), starting with the last
+        replay_seconds of history. Connecting is retried like a unary call; once the stream
+        runs, its failures end the iteration with an exception. With timeout, the stream
+        ends with DeadlineExceeded that many seconds after this call."""
+        ends_at = None if timeout is None else time.monotonic() + timeout
+        req = self._request("Subscribe", lambda: pb.SubscribeRequest(
+            interval_multiple=interval_multiple, devices=list(devices), threads=list(threads),
+            replay_seconds=replay_seconds))
+        self._check_open("Subscribe")
+        with self._lock:
+            if self._stream_channel is None:
+                self._stream_channel = grpc.insecure_channel(
+                    self.target, options=RECONNECT_OPTIONS + STREAM_OPTIONS)
+            stub = pb_grpc.TelemetryStub(self._stream_channel)
+
+        def start() -> Any:
+            left = None if ends_at is None else max(0.0, ends_at - time.monotonic())
+            call = stub.Subscribe(req, timeout=left)
+            # The daemon answers with headers at once; a refused connection or a rejected
+            # request shows here, before the first Update.
+            call.initial_metadata()
+            if call.done() and call.code() != grpc.StatusCode.OK:
+                raise call
+            return call
+
+        sub = Subscription(self, self._with_retry("Subscribe", start))
+        with self._lock:
+            self._subs.add(sub)
+            closed = self._closed
+        if closed:
+            sub.cancel()
+        return sub

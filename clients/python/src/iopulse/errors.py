@@ -1,16 +1,18 @@
-"""Exceptions raised by the iopulse client; each says which daemon and what went wrong."""
+"""Exceptions raised by the iopulse client; each names the daemon and says what went wrong."""
 from __future__ import annotations
 
 import grpc
 
 
 class IopulseError(Exception):
-    """A call to iopulsed failed."""
+    """A call to iopulsed failed. target: the daemon's address; code: the gRPC status code
+    name ('' if none); details: what the server (or the transport) said."""
 
-    def __init__(self, message: str, target: str = "", code: str = ""):
+    def __init__(self, message: str, target: str = "", code: str = "", details: str = ""):
         super().__init__(message)
         self.target = target
         self.code = code
+        self.details = details
 
 
 class Unavailable(IopulseError):
@@ -18,15 +20,15 @@ class Unavailable(IopulseError):
 
 
 class InvalidArgument(IopulseError):
-    """The daemon rejected the request; the message says what is wrong."""
+    """The daemon rejected the request; details says which field and why."""
 
 
 class DeadlineExceeded(IopulseError):
-    """The call did not finish in time."""
+    """The call did not finish within the client's timeout."""
 
 
 class Cancelled(IopulseError):
-    """The call was cancelled (by this client)."""
+    """The call was cancelled before it finished."""
 
 
 _BY_CODE = {
@@ -37,13 +39,22 @@ _BY_CODE = {
 }
 
 
-def from_rpc_error(e: grpc.RpcError, target: str, what: str) -> IopulseError:
+def from_rpc_error(e: grpc.RpcError, target: str, method: str) -> IopulseError:
+    """The iopulse exception for a failed call of method (e.g. 'GetInfo') on target."""
     code = e.code() if hasattr(e, "code") else None
-    details = e.details() if hasattr(e, "details") else str(e)
+    details = (e.details() if hasattr(e, "details") else None) or str(e)
     cls = _BY_CODE.get(code, IopulseError)
     name = code.name if code is not None else "UNKNOWN"
-    if cls is Unavailable:
+    if cls is Unavailable and "shutting down" in details:
+        msg = f"iopulsed at {target} is unavailable: {details}"
+    elif cls is Unavailable:
         msg = f"cannot reach iopulsed at {target}: {details} (is iopulsed running?)"
     else:
-        msg = f"{what} at {target} failed: {name}: {details}"
-    return cls(msg, target, name)
+        msg = f"{method} at {target} failed: {name}: {details}"
+    return cls(msg, target, name, details)
+
+
+def malformed(target: str, method: str, what: Exception) -> IopulseError:
+    """A reply that decodes as protobuf but breaks the contract (e.g. a bad bucket index)."""
+    return IopulseError(f"{method} at {target}: malformed reply: {what}", target, "DATA_LOSS",
+                        str(what))

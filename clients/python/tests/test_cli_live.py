@@ -1,0 +1,135 @@
+"""The iopulse command against an in-process fake daemon: output, exit codes, top on a tty."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from fakes import T0_REAL
+from iopulse.cli import main
+from test_cli import SRC
+
+
+def test_watch_prints_one_json_line_per_update(fake_daemon, capsys):
+    target, fake = fake_daemon()
+    assert main(["--target", target, "watch", "--json", "--count", "3", "--device", "sdb",
+                 "--thread", "bstore*", "--interval-multiple", "2", "--replay", "10"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    ups = [json.loads(x) for x in lines]
+    assert [u["seq"] for u in ups] == [2, 4, 6]
+    assert ups[0]["devices"][0]["name"] == "sdb"
+    assert ups[0]["devices"][0]["ops"]["write"]["queue_wait_ns"]["buckets"]
+    req = fake.requests[-1]
+    assert (req.interval_multiple, list(req.devices), list(req.threads), req.replay_seconds) \
+        == (2, ["sdb"], ["bstore*"], 10)
+
+
+def test_top_once_prints_devices_and_threads(fake_daemon, capsys):
+    target, _ = fake_daemon()
+    assert main(["--target", target, "top", "--once"]) == 0
+    out = capsys.readouterr().out
+    for text in ("IOPS", "MB/s", "qwait p99", "svc p50", "seq %", "flush/s", "flush p99",
+                 "sdb (osd.3 block)", "bstore_kv_sync", "4242/4250", "busiest sync threads"):
+        assert text in out, (text, out)
+    assert "100" in out and "75" in out                      # IOPS and seq %
+    assert "20.5us" in out or "20us" in out or "us" in out    # latencies carry units
+
+
+def test_snapshot_info_and_mark(fake_daemon, capsys):
+    target, fake = fake_daemon()
+    assert main(["--target", target, "snapshot", "--json", "--device", "sdb"]) == 0
+    snap = json.loads(capsys.readouterr().out)
+    assert snap["seq"] == 7 and snap["first_seq"] == 1
+    assert main(["--target", target, "snapshot"]) == 0
+    assert "sdb" in capsys.readouterr().out
+    assert main(["--target", target, "info"]) == 0
+    out = capsys.readouterr().out
+    assert "0.1.0-test" in out and "dm vg-lv" in out and "osd.3 block" in out
+    assert main(["--target", target, "info", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernel"] == "6.1.0-test"
+    assert main(["--target", target, "mark", "fill", "--label", "run=3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("begin fill run=3: 2025-11-22T")
+    assert f"realtime_ns {T0_REAL + 1000}" in out
+    assert main(["--target", target, "mark", "fill", "--end"]) == 0
+    assert capsys.readouterr().out.startswith("end fill: ")
+    assert [(m.name, m.end, dict(m.labels)) for m in fake.marks] == \
+        [("fill", False, {"run": "3"}), ("fill", True, {})]
+
+
+def test_rejected_request_exits_2_and_names_the_field(fake_daemon, capsys):
+    target, _ = fake_daemon()
+    assert main(["--target", target, "snapshot", "--device", "nosuchdev"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"iopulse: GetSnapshot at {target} failed: INVALID_ARGUMENT: "
+                   "devices: no device named 'nosuchdev'")
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(SRC), TERM="xterm-256color", COLUMNS="160",
+                LINES="40")
+
+
+def _read_until(fd: int, want: bytes, count: int, timeout: float) -> bytes:
+    buf, deadline = b"", time.monotonic() + timeout
+    while buf.count(want) < count and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+    return buf
+
+
+def test_top_redraws_in_place_on_a_tty_and_ctrl_c_exits_0(fake_daemon):
+    target, fake = fake_daemon(period=0.1)
+    master, slave = os.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "iopulse", "--target", target, "top"],
+                         stdin=slave, stdout=slave, stderr=slave, env=_env(), close_fds=True)
+    os.close(slave)
+    try:
+        screen = _read_until(master, b"IOPS", 4, timeout=20)
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(10)
+        screen += _read_until(master, b"\0", 1, timeout=0.5)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        os.close(master)
+    text = screen.decode(errors="replace")
+    assert text.count("IOPS") >= 4, text[-2000:]
+    assert "sdb (osd.3 block)" in text
+    assert "\x1b[" in text and "\x1b[2K" in text, "no cursor control: not redrawn in place"
+    assert "Traceback" not in text
+    assert rc == 0
+    assert fake.streams_ended.acquire(timeout=5)
+
+
+def test_top_without_a_tty_prints_one_table_per_update(fake_daemon):
+    target, _ = fake_daemon(period=0.1)
+    p = subprocess.Popen([sys.executable, "-m", "iopulse", "--target", target, "top"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    try:
+        out = _read_until(p.stdout.fileno(), b"IOPS", 3, timeout=20)
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(10)
+        err = p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        p.stdout.close()
+        p.stderr.close()
+    assert out.count(b"IOPS") >= 3 and b"seq 1 " in out and b"seq 2 " in out
+    assert b"\x1b[2K" not in out
+    assert rc == 0, err
