@@ -76,6 +76,7 @@ struct rpc_server {
 	struct slot slots[M_COUNT];
 	struct call *streams;
 	unsigned int nstreams;
+	unsigned int ncalls;       /* call contexts alive (streams and unary calls) */
 	pthread_t thread;
 	bool thread_started;
 	int stop;                  /* set by rpc_server_stop */
@@ -154,12 +155,13 @@ static int request(struct rpc_server *s, enum method m)
 	return 0;
 }
 
-static struct call *call_new(enum method m, grpc_call *gc)
+static struct call *call_new(struct rpc_server *s, enum method m, grpc_call *gc)
 {
 	struct call *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
+	s->ncalls++;
 	c->m = m;
 	c->call = gc;
 	c->t_done = (struct tag){ .kind = T_DONE, .c = c };
@@ -185,6 +187,7 @@ static void call_free(struct rpc_server *s, struct call *c)
 		grpc_slice_unref(c->details);
 	grpc_call_unref(c->call);
 	free(c);
+	s->ncalls--;
 }
 
 static bool start_batch(struct call *c, const grpc_op *ops, size_t n, struct tag *t)
@@ -300,7 +303,7 @@ static void new_call(struct rpc_server *s, enum method m, bool ok)
 	read_payload(sl->payload, &req, &len);
 	if (sl->payload)
 		grpc_byte_buffer_destroy(sl->payload);
-	c = call_new(m, sl->call);
+	c = call_new(s, m, sl->call);
 	if (!s->stop)
 		request(s, m);
 	if (!c) {
@@ -400,7 +403,8 @@ static void shut_down(struct rpc_server *s)
 		finish_call(c, false, NULL, GRPC_STATUS_UNAVAILABLE, "iopulsed is shutting down");
 	}
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
-	while (!done) {
+	/* every call's batches must complete, so that each call is released */
+	while (!done || s->ncalls) {
 		ev = grpc_completion_queue_next(s->cq, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 			gpr_time_from_millis(POLL_MS * 10, GPR_TIMESPAN)), NULL);
 		if (ev.type == GRPC_OP_COMPLETE) {
@@ -414,6 +418,11 @@ static void shut_down(struct rpc_server *s)
 		if (!cancelled && gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), deadline) > 0) {
 			grpc_server_cancel_all_calls(s->server);
 			cancelled = true;
+			deadline = gpr_time_add(deadline, gpr_time_from_millis(5 * GRACE_MS,
+									   GPR_TIMESPAN));
+		} else if (cancelled && gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), deadline) > 0) {
+			log_warn("grpc: %u call(s) did not end after cancellation", s->ncalls);
+			break;
 		}
 	}
 }
@@ -620,6 +629,8 @@ struct rpc_server *rpc_server_stop(struct rpc_server *s)
 		do {
 			ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME),
 							NULL);
+			if (ev.type == GRPC_OP_COMPLETE && ((struct tag *)ev.tag)->kind == T_NEW)
+				new_call(s, ((struct tag *)ev.tag)->m, false);
 		} while (ev.type != GRPC_QUEUE_SHUTDOWN);
 		grpc_completion_queue_destroy(s->cq);
 	}

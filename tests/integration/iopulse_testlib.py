@@ -179,7 +179,8 @@ class Daemon:
 
     # -- state --
     def stderr_text(self) -> str:
-        self._err.flush()
+        if not self._err.closed:
+            self._err.flush()
         return self.stderr_path.read_text(errors="replace")
 
     def running(self) -> bool:
