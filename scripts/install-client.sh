@@ -1,16 +1,16 @@
 #!/bin/sh
 # Installs the iopulse Python client and CLI into build/pyenv (run as root on Debian 12):
-# Debian's python3-grpcio, python3-protobuf and python3-rich provide the dependencies, a venv
-# with --system-site-packages sees them, and the package is pip-installed editable from
-# clients/python with --no-deps --no-build-isolation, so nothing comes from PyPI (works
-# offline once the Debian packages are in). Prints the path of the iopulse command.
+# Debian's python3-grpcio, python3-protobuf and python3-rich provide the dependencies and
+# python3-hatchling the build backend; a venv with --system-site-packages sees them, and the
+# package is pip-installed editable from clients/python with --no-deps --no-build-isolation,
+# so nothing comes from PyPI (works offline once the Debian packages are in). Prints the
+# path of the iopulse command.
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 VENV="$ROOT/build/pyenv"
 PY=/usr/bin/python3
-PKGS="python3-grpcio python3-protobuf python3-grpc-tools python3-rich python3-pytest
-python3-venv python3-setuptools python3-wheel"
+PKGS="python3-grpcio python3-protobuf python3-rich python3-pytest python3-venv python3-hatchling"
 
 missing=""
 for p in $PKGS; do

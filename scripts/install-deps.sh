@@ -8,5 +8,5 @@ apt-get install -y -qq --no-install-recommends \
 	meson ninja-build pkgconf gcc libc6-dev \
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler \
 	fio e2fsprogs util-linux python3 python3-pytest valgrind \
-	python3-grpcio python3-protobuf python3-grpc-tools python3-rich python3-venv \
-	python3-pip python3-setuptools python3-wheel >/dev/null
+	python3-grpcio python3-protobuf python3-rich python3-venv python3-pip python3-hatchling \
+	protobuf-compiler >/dev/null

@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """Generate the protobuf and gRPC stubs of the iopulse package from ../../proto.
 
-    python3 gen_stubs.py            # (re)write src/iopulse/_pb/iopulse/v1/iopulse_pb2{,_grpc}.py
-    python3 gen_stubs.py OUTDIR     # write them under OUTDIR instead (the freshness test does)
+    python3 gen_stubs.py            # (re)write src/iopulse/_pb/iopulse/v1/iopulse_pb2{,_grpc}.py{,i}
+    python3 gen_stubs.py OUTDIR     # write them under OUTDIR instead
 
-Runs `python3 -m grpc_tools.protoc -I proto` (Debian 12: python3-grpc-tools), so the stubs
-land in _pb/ under the proto's own package path, iopulse/v1/. protoc writes the gRPC module's
-import of its messages as the absolute `from iopulse.v1 import iopulse_pb2`; that line is
-rewritten to a relative import so the stubs work inside the iopulse package without touching
-sys.path. The generated files are kept in the tree; tests/test_stubs_fresh.py fails when they
-differ from what this script makes now.
+The generator is pinned (GENERATOR): grpcio-tools 1.51.3 from PyPI. Its code imports on every
+protobuf runtime from 3.20 to 7.x and every grpcio from 1.51 on; older generators (Debian 12's
+python3-grpc-tools 1.14) make code that protobuf >= 4.21 refuses, and the newest ones embed a
+runtime check that demands a protobuf at least as new as themselves. When this interpreter has
+not got exactly that version, the script makes a venv for it under build/stubgen (next to this
+file) and installs it there from PyPI, once.
+
+protoc writes the gRPC module's import of its messages as the absolute
+`from iopulse.v1 import iopulse_pb2`; that line is rewritten to a relative import so the stubs
+work inside the iopulse package without touching sys.path. The generated files are kept in the
+tree (see the README); tests/test_stubs_fresh.py compares the descriptor they embed with what
+`protoc --descriptor_set_out` makes from proto/ now, whatever generator is installed.
 """
 from __future__ import annotations
 
@@ -22,9 +28,12 @@ HERE = pathlib.Path(__file__).resolve().parent
 PROTO_ROOT = HERE.parent.parent / "proto"
 PROTO = "iopulse/v1/iopulse.proto"
 OUT = HERE / "src" / "iopulse" / "_pb"
-STUBS = ("iopulse/v1/iopulse_pb2.py", "iopulse/v1/iopulse_pb2_grpc.py")
+GENERATOR = "grpcio-tools==1.51.3"
+STUBS = ("iopulse/v1/iopulse_pb2.py", "iopulse/v1/iopulse_pb2.pyi",
+         "iopulse/v1/iopulse_pb2_grpc.py")
 ABS_IMPORT = "from iopulse.v1 import iopulse_pb2 as "
 REL_IMPORT = "from . import iopulse_pb2 as "
+VENV = HERE / "build" / "stubgen"
 
 
 def _relative_imports(name: str, text: str) -> str:
@@ -37,15 +46,36 @@ def _relative_imports(name: str, text: str) -> str:
     return text.replace(ABS_IMPORT, REL_IMPORT)
 
 
-def generate(out: pathlib.Path = OUT) -> list[pathlib.Path]:
+def _has_generator(python: str) -> bool:
+    want = GENERATOR.split("==")[1]
+    code = ("import importlib.metadata as m, sys; "
+            f"sys.exit(0 if m.version('grpcio-tools') == {want!r} else 1)")
+    return subprocess.run([python, "-c", code], capture_output=True, check=False).returncode == 0
+
+
+def generator_python() -> str:
+    """An interpreter with exactly GENERATOR installed: this one, else the build/stubgen venv
+    (made and filled from PyPI on first use)."""
+    if _has_generator(sys.executable):
+        return sys.executable
+    py = VENV / "bin" / "python"
+    if not py.exists() or not _has_generator(str(py)):
+        print(f"gen_stubs: installing {GENERATOR} into {VENV}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        GENERATOR], check=True)
+    return str(py)
+
+
+def generate(out: pathlib.Path = OUT, python: str | None = None) -> list[pathlib.Path]:
     """Write the stubs under out (out/iopulse/v1/...) and return their paths."""
+    py = python or generator_python()
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO_ROOT}",
-               f"--python_out={tmp}", f"--grpc_python_out={tmp}", PROTO]
+        cmd = [py, "-m", "grpc_tools.protoc", f"-I{PROTO_ROOT}", f"--python_out={tmp}",
+               f"--pyi_out={tmp}", f"--grpc_python_out={tmp}", PROTO]
         p = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if p.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()} "
-                               "(Debian: apt-get install python3-grpc-tools)")
+            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
         written = []
         for rel in STUBS:
             text = _relative_imports(rel, (pathlib.Path(tmp) / rel).read_text())
@@ -57,8 +87,8 @@ def generate(out: pathlib.Path = OUT) -> list[pathlib.Path]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) > 1:
-        print(f"usage: {pathlib.Path(argv[0]).name} [OUTDIR]", file=sys.stderr)
+    if len(argv) > 1 or (argv and argv[0].startswith("-")):
+        print(f"usage: {pathlib.Path(sys.argv[0]).name} [OUTDIR]\n{__doc__}", file=sys.stderr)
         return 2
     for path in generate(pathlib.Path(argv[0]) if argv else OUT):
         print(path)

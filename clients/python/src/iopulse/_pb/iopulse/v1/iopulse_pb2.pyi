@@ -1,0 +1,315 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AgentCost(_message.Message):
+    __slots__ = ["bpf_run_count", "bpf_run_time_ns", "bpf_stats", "cpu_system_s", "cpu_user_s", "rss_bytes"]
+    BPF_RUN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BPF_RUN_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    BPF_STATS_FIELD_NUMBER: _ClassVar[int]
+    CPU_SYSTEM_S_FIELD_NUMBER: _ClassVar[int]
+    CPU_USER_S_FIELD_NUMBER: _ClassVar[int]
+    RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    bpf_run_count: int
+    bpf_run_time_ns: int
+    bpf_stats: bool
+    cpu_system_s: float
+    cpu_user_s: float
+    rss_bytes: int
+    def __init__(self, bpf_run_time_ns: _Optional[int] = ..., bpf_run_count: _Optional[int] = ..., bpf_stats: bool = ..., cpu_user_s: _Optional[float] = ..., cpu_system_s: _Optional[float] = ..., rss_bytes: _Optional[int] = ...) -> None: ...
+
+class DeviceInfo(_message.Message):
+    __slots__ = ["dm_name", "major", "minor", "model", "name", "osd_id", "osd_role", "partition", "present", "rotational", "slaves"]
+    DM_NAME_FIELD_NUMBER: _ClassVar[int]
+    MAJOR_FIELD_NUMBER: _ClassVar[int]
+    MINOR_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OSD_ID_FIELD_NUMBER: _ClassVar[int]
+    OSD_ROLE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    ROTATIONAL_FIELD_NUMBER: _ClassVar[int]
+    SLAVES_FIELD_NUMBER: _ClassVar[int]
+    dm_name: str
+    major: int
+    minor: int
+    model: str
+    name: str
+    osd_id: int
+    osd_role: str
+    partition: bool
+    present: bool
+    rotational: bool
+    slaves: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., model: _Optional[str] = ..., rotational: bool = ..., dm_name: _Optional[str] = ..., slaves: _Optional[_Iterable[str]] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ..., partition: bool = ..., present: bool = ...) -> None: ...
+
+class DeviceStats(_message.Message):
+    __slots__ = ["discard", "flush", "fua", "fua_latency_ns", "major", "minor", "name", "osd_id", "osd_role", "preflush", "preflush_latency_ns", "read", "requeues", "seek_backward", "seek_distance_sectors", "seek_forward", "seek_sequential", "write"]
+    DISCARD_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_FIELD_NUMBER: _ClassVar[int]
+    FUA_FIELD_NUMBER: _ClassVar[int]
+    FUA_LATENCY_NS_FIELD_NUMBER: _ClassVar[int]
+    MAJOR_FIELD_NUMBER: _ClassVar[int]
+    MINOR_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OSD_ID_FIELD_NUMBER: _ClassVar[int]
+    OSD_ROLE_FIELD_NUMBER: _ClassVar[int]
+    PREFLUSH_FIELD_NUMBER: _ClassVar[int]
+    PREFLUSH_LATENCY_NS_FIELD_NUMBER: _ClassVar[int]
+    READ_FIELD_NUMBER: _ClassVar[int]
+    REQUEUES_FIELD_NUMBER: _ClassVar[int]
+    SEEK_BACKWARD_FIELD_NUMBER: _ClassVar[int]
+    SEEK_DISTANCE_SECTORS_FIELD_NUMBER: _ClassVar[int]
+    SEEK_FORWARD_FIELD_NUMBER: _ClassVar[int]
+    SEEK_SEQUENTIAL_FIELD_NUMBER: _ClassVar[int]
+    WRITE_FIELD_NUMBER: _ClassVar[int]
+    discard: OpStats
+    flush: OpStats
+    fua: int
+    fua_latency_ns: Histogram
+    major: int
+    minor: int
+    name: str
+    osd_id: int
+    osd_role: str
+    preflush: int
+    preflush_latency_ns: Histogram
+    read: OpStats
+    requeues: int
+    seek_backward: int
+    seek_distance_sectors: Histogram
+    seek_forward: int
+    seek_sequential: int
+    write: OpStats
+    def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., read: _Optional[_Union[OpStats, _Mapping]] = ..., write: _Optional[_Union[OpStats, _Mapping]] = ..., flush: _Optional[_Union[OpStats, _Mapping]] = ..., discard: _Optional[_Union[OpStats, _Mapping]] = ..., seek_sequential: _Optional[int] = ..., seek_forward: _Optional[int] = ..., seek_backward: _Optional[int] = ..., seek_distance_sectors: _Optional[_Union[Histogram, _Mapping]] = ..., preflush: _Optional[int] = ..., fua: _Optional[int] = ..., preflush_latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fua_latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., requeues: _Optional[int] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ...) -> None: ...
+
+class Drops(_message.Message):
+    __slots__ = ["bio_evicted", "inflight_full", "no_bio_ts", "no_slot", "sync_evicted", "sync_full"]
+    BIO_EVICTED_FIELD_NUMBER: _ClassVar[int]
+    INFLIGHT_FULL_FIELD_NUMBER: _ClassVar[int]
+    NO_BIO_TS_FIELD_NUMBER: _ClassVar[int]
+    NO_SLOT_FIELD_NUMBER: _ClassVar[int]
+    SYNC_EVICTED_FIELD_NUMBER: _ClassVar[int]
+    SYNC_FULL_FIELD_NUMBER: _ClassVar[int]
+    bio_evicted: int
+    inflight_full: int
+    no_bio_ts: int
+    no_slot: int
+    sync_evicted: int
+    sync_full: int
+    def __init__(self, no_slot: _Optional[int] = ..., inflight_full: _Optional[int] = ..., sync_full: _Optional[int] = ..., sync_evicted: _Optional[int] = ..., no_bio_ts: _Optional[int] = ..., bio_evicted: _Optional[int] = ...) -> None: ...
+
+class Histogram(_message.Message):
+    __slots__ = ["count", "index", "precision"]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PRECISION_FIELD_NUMBER: _ClassVar[int]
+    count: _containers.RepeatedScalarFieldContainer[int]
+    index: _containers.RepeatedScalarFieldContainer[int]
+    precision: int
+    def __init__(self, precision: _Optional[int] = ..., index: _Optional[_Iterable[int]] = ..., count: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class HistogramLayout(_message.Message):
+    __slots__ = ["buckets", "max_relative_error", "precision", "range_bits"]
+    BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    MAX_RELATIVE_ERROR_FIELD_NUMBER: _ClassVar[int]
+    PRECISION_FIELD_NUMBER: _ClassVar[int]
+    RANGE_BITS_FIELD_NUMBER: _ClassVar[int]
+    buckets: int
+    max_relative_error: float
+    precision: int
+    range_bits: int
+    def __init__(self, precision: _Optional[int] = ..., range_bits: _Optional[int] = ..., buckets: _Optional[int] = ..., max_relative_error: _Optional[float] = ...) -> None: ...
+
+class Info(_message.Message):
+    __slots__ = ["attach_mode", "btf", "config", "cost", "devices", "fanout_ns", "fanout_streams", "histogram", "interval_ns", "kernel", "last_seq", "ring_seconds", "started_realtime_ns", "subscribers", "version"]
+    class ConfigEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ATTACH_MODE_FIELD_NUMBER: _ClassVar[int]
+    BTF_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    FANOUT_NS_FIELD_NUMBER: _ClassVar[int]
+    FANOUT_STREAMS_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_NS_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    RING_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_REALTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBERS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    attach_mode: str
+    btf: bool
+    config: _containers.ScalarMap[str, str]
+    cost: AgentCost
+    devices: _containers.RepeatedCompositeFieldContainer[DeviceInfo]
+    fanout_ns: int
+    fanout_streams: int
+    histogram: HistogramLayout
+    interval_ns: int
+    kernel: str
+    last_seq: int
+    ring_seconds: int
+    started_realtime_ns: int
+    subscribers: int
+    version: str
+    def __init__(self, version: _Optional[str] = ..., kernel: _Optional[str] = ..., attach_mode: _Optional[str] = ..., btf: bool = ..., histogram: _Optional[_Union[HistogramLayout, _Mapping]] = ..., devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., cost: _Optional[_Union[AgentCost, _Mapping]] = ..., interval_ns: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., started_realtime_ns: _Optional[int] = ..., last_seq: _Optional[int] = ..., subscribers: _Optional[int] = ..., fanout_ns: _Optional[int] = ..., fanout_streams: _Optional[int] = ...) -> None: ...
+
+class InfoRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class MarkPhaseRequest(_message.Message):
+    __slots__ = ["end", "labels", "name"]
+    class LabelsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    END_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    end: bool
+    labels: _containers.ScalarMap[str, str]
+    name: str
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ...) -> None: ...
+
+class OpStats(_message.Message):
+    __slots__ = ["bytes", "completion_unseen", "errors", "ios", "no_queue_ts", "queue_wait_ns", "service_ns", "size_bytes", "total_ns", "untimed"]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_UNSEEN_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    IOS_FIELD_NUMBER: _ClassVar[int]
+    NO_QUEUE_TS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_WAIT_NS_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_NS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_NS_FIELD_NUMBER: _ClassVar[int]
+    UNTIMED_FIELD_NUMBER: _ClassVar[int]
+    bytes: int
+    completion_unseen: int
+    errors: int
+    ios: int
+    no_queue_ts: int
+    queue_wait_ns: Histogram
+    service_ns: Histogram
+    size_bytes: Histogram
+    total_ns: Histogram
+    untimed: int
+    def __init__(self, ios: _Optional[int] = ..., bytes: _Optional[int] = ..., errors: _Optional[int] = ..., untimed: _Optional[int] = ..., no_queue_ts: _Optional[int] = ..., completion_unseen: _Optional[int] = ..., queue_wait_ns: _Optional[_Union[Histogram, _Mapping]] = ..., service_ns: _Optional[_Union[Histogram, _Mapping]] = ..., total_ns: _Optional[_Union[Histogram, _Mapping]] = ..., size_bytes: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+
+class PhaseMark(_message.Message):
+    __slots__ = ["end", "id", "labels", "monotonic_ns", "name", "realtime_ns"]
+    class LabelsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    END_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    MONOTONIC_NS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REALTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    end: bool
+    id: int
+    labels: _containers.ScalarMap[str, str]
+    monotonic_ns: int
+    name: str
+    realtime_ns: int
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ..., realtime_ns: _Optional[int] = ..., monotonic_ns: _Optional[int] = ..., id: _Optional[int] = ...) -> None: ...
+
+class SnapshotRequest(_message.Message):
+    __slots__ = ["devices", "threads"]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    devices: _containers.RepeatedScalarFieldContainer[str]
+    threads: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, devices: _Optional[_Iterable[str]] = ..., threads: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SubscribeRequest(_message.Message):
+    __slots__ = ["devices", "interval_multiple", "replay_seconds", "threads"]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_MULTIPLE_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    devices: _containers.RepeatedScalarFieldContainer[str]
+    interval_multiple: int
+    replay_seconds: int
+    threads: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, interval_multiple: _Optional[int] = ..., devices: _Optional[_Iterable[str]] = ..., threads: _Optional[_Iterable[str]] = ..., replay_seconds: _Optional[int] = ...) -> None: ...
+
+class ThreadSync(_message.Message):
+    __slots__ = ["comm", "dev_major", "dev_minor", "device", "fdatasync", "flush_bios", "fsync", "latency_ns", "latency_sum_ns", "osd_id", "pid", "process", "sync_file_range", "tid"]
+    COMM_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    DEV_MAJOR_FIELD_NUMBER: _ClassVar[int]
+    DEV_MINOR_FIELD_NUMBER: _ClassVar[int]
+    FDATASYNC_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_BIOS_FIELD_NUMBER: _ClassVar[int]
+    FSYNC_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_NS_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_SUM_NS_FIELD_NUMBER: _ClassVar[int]
+    OSD_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    PROCESS_FIELD_NUMBER: _ClassVar[int]
+    SYNC_FILE_RANGE_FIELD_NUMBER: _ClassVar[int]
+    TID_FIELD_NUMBER: _ClassVar[int]
+    comm: str
+    dev_major: int
+    dev_minor: int
+    device: str
+    fdatasync: int
+    flush_bios: int
+    fsync: int
+    latency_ns: Histogram
+    latency_sum_ns: int
+    osd_id: int
+    pid: int
+    process: str
+    sync_file_range: int
+    tid: int
+    def __init__(self, pid: _Optional[int] = ..., tid: _Optional[int] = ..., comm: _Optional[str] = ..., process: _Optional[str] = ..., osd_id: _Optional[int] = ..., dev_major: _Optional[int] = ..., dev_minor: _Optional[int] = ..., device: _Optional[str] = ..., fsync: _Optional[int] = ..., fdatasync: _Optional[int] = ..., sync_file_range: _Optional[int] = ..., flush_bios: _Optional[int] = ..., latency_sum_ns: _Optional[int] = ..., latency_ns: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+
+class Update(_message.Message):
+    __slots__ = ["devices", "drops", "end_monotonic_ns", "end_realtime_ns", "first_seq", "merged", "phases", "precision", "seq", "start_monotonic_ns", "start_realtime_ns", "threads"]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    DROPS_FIELD_NUMBER: _ClassVar[int]
+    END_MONOTONIC_NS_FIELD_NUMBER: _ClassVar[int]
+    END_REALTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    MERGED_FIELD_NUMBER: _ClassVar[int]
+    PHASES_FIELD_NUMBER: _ClassVar[int]
+    PRECISION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    START_MONOTONIC_NS_FIELD_NUMBER: _ClassVar[int]
+    START_REALTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    devices: _containers.RepeatedCompositeFieldContainer[DeviceStats]
+    drops: Drops
+    end_monotonic_ns: int
+    end_realtime_ns: int
+    first_seq: int
+    merged: int
+    phases: _containers.RepeatedCompositeFieldContainer[PhaseMark]
+    precision: int
+    seq: int
+    start_monotonic_ns: int
+    start_realtime_ns: int
+    threads: _containers.RepeatedCompositeFieldContainer[ThreadSync]
+    def __init__(self, seq: _Optional[int] = ..., first_seq: _Optional[int] = ..., merged: _Optional[int] = ..., start_realtime_ns: _Optional[int] = ..., end_realtime_ns: _Optional[int] = ..., start_monotonic_ns: _Optional[int] = ..., end_monotonic_ns: _Optional[int] = ..., devices: _Optional[_Iterable[_Union[DeviceStats, _Mapping]]] = ..., threads: _Optional[_Iterable[_Union[ThreadSync, _Mapping]]] = ..., phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ..., drops: _Optional[_Union[Drops, _Mapping]] = ..., precision: _Optional[int] = ...) -> None: ...
