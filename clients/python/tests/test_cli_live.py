@@ -90,7 +90,7 @@ def _read_until(fd: int, want: bytes, count: int, timeout: float) -> bytes:
     return buf
 
 
-def test_top_redraws_in_place_on_a_tty_and_ctrl_c_exits_0(fake_daemon):
+def test_top_redraws_in_place_on_a_tty_and_ctrl_c_exits_130(fake_daemon):
     target, fake = fake_daemon(period=0.1)
     master, slave = os.openpty()
     p = subprocess.Popen([sys.executable, "-m", "iopulse", "--target", target, "top"],
@@ -111,8 +111,49 @@ def test_top_redraws_in_place_on_a_tty_and_ctrl_c_exits_0(fake_daemon):
     assert "sdb (osd.3 block)" in text
     assert "\x1b[" in text and "\x1b[2K" in text, "no cursor control: not redrawn in place"
     assert "Traceback" not in text
-    assert rc == 0
+    assert rc == 130
     assert fake.streams_ended.acquire(timeout=5)
+
+
+def test_watch_needs_no_json_flag_and_takes_options_after_the_command(fake_daemon, capsys):
+    target, _ = fake_daemon()
+    assert main(["watch", "--count", "2", "--target", target, "--timeout", "5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(x)["seq"] for x in lines] == [1, 2]
+
+
+def test_top_on_a_tty_says_it_is_connecting_while_it_waits(sockdir):
+    """A daemon that is (re)starting: its socket refuses connections for a while."""
+    import socket as so
+
+    from fakes import FakeTelemetry, serve
+    path = f"{sockdir}/late.sock"
+    s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+    s.bind(path)
+    s.close()
+    servers: list = []
+    master, slave = os.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "iopulse", "top", "--target", path,
+                          "--connect-timeout", "30"],
+                         stdin=slave, stdout=slave, stderr=slave, env=_env(), close_fds=True)
+    os.close(slave)
+    try:
+        early = _read_until(master, b"retrying", 1, timeout=20)
+        servers.append(serve(FakeTelemetry(period=0.1), f"unix:{path}"))
+        later = _read_until(master, b"IOPS", 2, timeout=20)
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        os.close(master)
+        for srv in servers:
+            srv.stop(None)
+    text = early.decode(errors="replace")
+    assert f"connecting to unix:{path} ..." in text, text
+    assert "connection refused" in text and "retrying for" in text, text
+    assert later.count(b"IOPS") >= 2 and rc == 130
 
 
 def test_top_without_a_tty_prints_one_table_per_update(fake_daemon):
@@ -132,4 +173,4 @@ def test_top_without_a_tty_prints_one_table_per_update(fake_daemon):
         p.stderr.close()
     assert out.count(b"IOPS") >= 3 and b"seq 1 " in out and b"seq 2 " in out
     assert b"\x1b[2K" not in out
-    assert rc == 0, err
+    assert rc == 130 and b"Traceback" not in err, err

@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
+import shutil
+import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -110,22 +115,46 @@ def test_close_and_garbage_collection_cancel_streams(fake_daemon):
     c2.close()
 
 
-def test_unreachable_daemon_fails_fast_with_the_target(sockdir):
+def test_missing_socket_fails_at_once_with_the_target(sockdir):
     target = f"unix:{sockdir}/none.sock"
-    with iopulse.Client(target, connect_deadline=0.3) as c:
+    with iopulse.Client(target, connect_deadline=30) as c:
         for call in (c.info, c.snapshot, lambda: c.mark_phase("x"), c.subscribe):
             t0 = time.monotonic()
             with pytest.raises(iopulse.Unavailable) as ei:
                 call()
-            assert time.monotonic() - t0 < 3
-            msg = str(ei.value)
-            assert msg.startswith(f"cannot reach iopulsed at {target}: ")
-            assert "No such file or directory" in msg and msg.endswith("(is iopulsed running?)")
+            assert time.monotonic() - t0 < 5, "retried a missing socket"
+            assert str(ei.value) == (f"cannot reach iopulsed at {target}: no such socket: "
+                                     f"{sockdir}/none.sock: is iopulsed running?")
+            assert ei.value.code == "UNAVAILABLE"
+
+
+def _stale_socket(path: str) -> None:
+    """A socket file nobody listens on: what a daemon that died leaves behind."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.close()
+
+
+def test_refused_socket_is_retried_until_the_deadline(sockdir):
+    path = f"{sockdir}/stale.sock"
+    _stale_socket(path)
+    seen: list = []
+    with iopulse.Client(path, connect_deadline=1.0,
+                        on_retry=lambda e, left: seen.append((str(e), left))) as c:
+        t0 = time.monotonic()
+        with pytest.raises(iopulse.Unavailable) as ei:
+            c.info()
+        took = time.monotonic() - t0
+    assert 0.9 < took < 5, took
+    assert "connection refused" in str(ei.value) and path in str(ei.value)
+    assert len(seen) >= 3 and all("connection refused" in m for m, _ in seen)
+    assert seen[0][1] > seen[-1][1] > 0          # seconds left, counting down
 
 
 @pytest.mark.parametrize("call", ["info", "subscribe"])
 def test_retries_until_the_daemon_comes_up(sockdir, call):
     target = f"unix:{sockdir}/late.sock"
+    _stale_socket(f"{sockdir}/late.sock")       # the daemon is starting: refused, not missing
     fake = FakeTelemetry()
     timer = threading.Timer(0.7, lambda: servers.append(serve(fake, target)))
     servers: list = []
@@ -144,6 +173,120 @@ def test_retries_until_the_daemon_comes_up(sockdir, call):
         timer.join()
         for s in servers:
             s.stop(None)
+
+
+def test_a_restarting_daemon_is_waited_for(sockdir):
+    """Once reached, a daemon whose socket is gone for a moment is restarting: retried."""
+    path = f"{sockdir}/restart.sock"
+    fake = FakeTelemetry()
+    servers = [serve(fake, f"unix:{path}")]
+    try:
+        with iopulse.Client(path, connect_deadline=8) as c:
+            assert c.info().last_seq == 7
+            servers.pop().stop(None).wait()
+            if os.path.exists(path):
+                os.unlink(path)
+            timer = threading.Timer(0.7, lambda: servers.append(serve(fake, f"unix:{path}")))
+            timer.start()
+            t0 = time.monotonic()
+            assert c.info().last_seq == 7
+            timer.join()
+            assert 0.6 < time.monotonic() - t0 < 4
+    finally:
+        for s in servers:
+            s.stop(None)
+
+
+DENIED_PROBE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import iopulse
+try:
+    iopulse.Client(sys.argv[2], connect_deadline=20).info()
+except iopulse.Unavailable as e:
+    print(e)
+"""
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _python_for_nobody() -> str:
+    """This interpreter if user nobody can run it with grpc (a venv in a home may be closed
+    to it), else Debian's python3 with python3-grpcio."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if subprocess.run(NOBODY + [py, "-c", "import grpc, google.protobuf"],
+                          capture_output=True, timeout=60).returncode == 0:
+            return py
+    raise AssertionError("no python3 with grpc that user nobody can run")
+
+
+def _as_nobody(src: str, target: str) -> str:
+    """Run the probe as user nobody (uid 65534) with a copy of the package it can read."""
+    p = subprocess.run(NOBODY + [_python_for_nobody(), "-c", DENIED_PROBE, src, target],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+def test_permission_denied_fails_at_once_and_names_the_group(sockdir, tmp_path):
+    assert os.geteuid() == 0, "run the tests as root: this one runs a client as user nobody"
+    src = tempfile_copy_of_package(tmp_path)
+    os.chmod(sockdir, 0o755)
+    path = f"{sockdir}/locked.sock"
+    fake = FakeTelemetry()
+    server = serve(fake, f"unix:{path}")
+    try:
+        os.chown(path, 0, 0)
+        os.chmod(path, 0o660)
+        t0 = time.monotonic()
+        msg = _as_nobody(src, path)
+        assert time.monotonic() - t0 < 10, "retried a socket it may not use"
+        assert msg == (f"cannot reach iopulsed at unix:{path}: permission denied: {path} is "
+                       "srw-rw---- root:root: add yourself to group root (usermod -aG root "
+                       "nobody, then log in again)"), msg
+        os.chmod(path, 0o600)
+        assert "only root may use it; set server.socket_group" in _as_nobody(src, path)
+        os.chmod(path, 0o666)
+        os.chmod(sockdir, 0o750)
+        msg = _as_nobody(src, path)
+        assert f"permission denied: {path} (directory {sockdir}) is drwxr-x--- root:root: " \
+            "add yourself to group root" in msg, msg
+    finally:
+        server.stop(None)
+
+
+def tempfile_copy_of_package(tmp_path) -> str:
+    """A world-readable copy of the iopulse package (the tree may sit where nobody can't go)."""
+    dest = tmp_path / "site"
+    shutil.copytree(os.path.dirname(iopulse.__file__), dest / "iopulse",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for d in (tmp_path, dest, *[p for p in dest.rglob("*") if p.is_dir()]):
+        os.chmod(d, 0o755)
+    for f in dest.rglob("*"):
+        if f.is_file():
+            os.chmod(f, 0o644)
+    return str(dest)
+
+
+def test_any_decoding_error_becomes_an_iopulse_error(fake_daemon, monkeypatch):
+    target, _ = fake_daemon()
+
+    def broken(_msg, *a):
+        raise TypeError("Descriptors cannot be created directly")
+
+    with iopulse.Client(target) as c:
+        monkeypatch.setattr(iopulse.Info, "from_pb", broken)
+        with pytest.raises(iopulse.IopulseError) as ei:
+            c.info()
+        assert str(ei.value) == (f"GetInfo at {target}: malformed reply: TypeError: "
+                                 "Descriptors cannot be created directly")
+        monkeypatch.setattr(iopulse.Update, "from_pb", broken)
+        with pytest.raises(iopulse.IopulseError, match="Subscribe at .* malformed reply: "
+                           "TypeError"):
+            next(iter(c.subscribe()))
+        with pytest.raises(iopulse.IopulseError, match="GetSnapshot at .*TypeError"):
+            c.snapshot()
 
 
 def test_backoff_schedule():

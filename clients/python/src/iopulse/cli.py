@@ -1,8 +1,8 @@
 """The iopulse command: info, snapshot, top, watch, mark.
 
-Exit status: 0 ok (also after Ctrl-C, and when the reader of our output goes away), 1 the
-daemon failed or cannot be reached, 2 usage error (including a request the daemon rejected as
-invalid, e.g. an unknown device name).
+Exit status: 0 ok (also when the reader of our output goes away), 1 the daemon failed or
+cannot be reached, 2 usage error (including a request the daemon rejected as invalid, e.g. an
+unknown device name), 130 interrupted (Ctrl-C).
 """
 from __future__ import annotations
 
@@ -14,23 +14,26 @@ import time
 from typing import Any, Callable, Optional
 
 from . import __version__
-from .client import DEFAULT_TARGET, Client, parse_target
+from .client import DEFAULT_TARGET, BadTarget, Client, parse_target
 from .errors import InvalidArgument, IopulseError
 from .render import SORT_KEYS, render
 
-EXIT_OK, EXIT_SERVER, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_SERVER, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+ENV_TARGET = "IOPULSE_TARGET"
 
 EXAMPLES = {
     None: """examples:
   iopulse top                                  live per-device table from the local daemon
-  iopulse --target 10.0.0.5:7073 top --sort qwait
-  iopulse watch --json --count 60 > run.jsonl  one JSON line per Update, 60 of them
+  iopulse top --sort qwait --target 10.0.0.5:7073
+  iopulse watch --count 60 > run.jsonl         one JSON line per Update, 60 of them
   iopulse mark fill --label run=3              mark a benchmark phase (then: mark fill --end)
   iopulse snapshot --json --device sda         everything since the daemon started
   iopulse info                                 version, kernel, devices, config in effect
 
 The daemon is at --target, else $IOPULSE_TARGET, else %s.
-Exit status: 0 ok, 1 the daemon failed or cannot be reached, 2 usage error.""" % DEFAULT_TARGET,
+Options before the command (--target, --timeout, --connect-timeout) may also follow it.
+Exit status: 0 ok, 1 the daemon failed or cannot be reached, 2 usage error, 130 Ctrl-C.""" \
+        % DEFAULT_TARGET,
     "info": """examples:
   iopulse info
   iopulse info --json | jq .devices
@@ -50,10 +53,13 @@ reads and writes; flush/s is flush requests sent to the device, flush p99 the la
 requests carrying REQ_PREFLUSH (fsync barriers). Rates are per second of each Update's
 window. Ctrl-C leaves; without a terminal one table is printed per Update.""",
     "watch": """examples:
-  iopulse watch --json
-  iopulse watch --json --device sda --count 10
-  iopulse watch --json --replay 300 > last5min.jsonl
-  iopulse watch --json --thread 'bstore_*' --interval-multiple 10""",
+  iopulse watch
+  iopulse watch --device sda --count 10
+  iopulse watch --replay 300 > last5min.jsonl
+  iopulse watch --thread 'bstore_*' --interval-multiple 10 | jq .threads
+
+Each line is one Update as a JSON object: its window, per-device counters and sparse
+histograms, sync threads, phase marks and drops (the same fields as iopulse snapshot --json).""",
     "mark": """examples:
   iopulse mark fill --label run=3 --label bs=4k
   iopulse mark fill --end --label run=3
@@ -95,28 +101,42 @@ def _label(s: str) -> tuple[str, str]:
 def _target(s: str) -> str:
     try:
         return parse_target(s)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+    except BadTarget as e:
+        raise argparse.ArgumentTypeError(e.reason) from None
+
+
+GLOBAL_DEFAULTS = {"target": None, "connect_timeout": 10.0, "timeout": 10.0}
+
+
+def _global_options() -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name. Their defaults are
+    SUPPRESS here (a command's parser would otherwise overwrite what was given before the
+    command) and filled in by parse_args()."""
+    g = argparse.ArgumentParser(add_help=False)
+    o = g.add_argument_group("connection (before or after the command)")
+    o.add_argument("--target", type=_target, default=argparse.SUPPRESS,
+                   help="daemon address: unix:/PATH, unix:///PATH, /PATH or HOST:PORT "
+                        f"(default: ${ENV_TARGET}, else {DEFAULT_TARGET})")
+    o.add_argument("--connect-timeout", type=_seconds, default=argparse.SUPPRESS, metavar="S",
+                   help="keep retrying a daemon that is starting or restarting this long "
+                        "(default 10); a missing or forbidden socket fails at once")
+    o.add_argument("--timeout", type=_seconds, default=argparse.SUPPRESS, metavar="S",
+                   help="time limit of each info, snapshot or mark call (default 10, 0: none)")
+    return g
 
 
 def parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
+    common = _global_options()
     p = argparse.ArgumentParser(prog="iopulse", formatter_class=fmt, epilog=EXAMPLES[None],
-                                description="Per-device block IO telemetry from iopulsed.")
-    p.add_argument("--target", type=_target,
-                   default=os.environ.get("IOPULSE_TARGET") or DEFAULT_TARGET,
-                   help="daemon address: unix:/PATH, unix:///PATH, /PATH or HOST:PORT "
-                        f"(default: $IOPULSE_TARGET, else {DEFAULT_TARGET})")
-    p.add_argument("--connect-timeout", type=_seconds, default=10.0, metavar="S",
-                   help="keep retrying an unreachable daemon this long (default 10)")
-    p.add_argument("--timeout", type=_seconds, default=10.0, metavar="S",
-                   help="time limit of each info, snapshot or mark call (default 10, 0: none)")
+                                description="Per-device block IO telemetry from iopulsed.",
+                                parents=[common])
     p.add_argument("--version", action="version", version=f"iopulse {__version__}")
     sp = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     def sub(name: str, help: str) -> argparse.ArgumentParser:
         return sp.add_parser(name, help=help, description=help[0].upper() + help[1:] + ".",
-                             epilog=EXAMPLES[name], formatter_class=fmt)
+                             epilog=EXAMPLES[name], formatter_class=fmt, parents=[common])
 
     s = sub("info", "version, kernel, histogram layout, devices, config, agent cost")
     s.add_argument("--json", action="store_true", help="one JSON object")
@@ -140,8 +160,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--once", action="store_true", help="print one table and exit")
 
     s = sub("watch", "one JSON line per Update")
-    s.add_argument("--json", action="store_true", required=True,
-                   help="JSON lines (the only format; required)")
+    s.add_argument("--json", action="store_true",
+                   help="JSON lines (the default and only format; accepted for scripts that "
+                        "say it)")
     s.add_argument("--interval-multiple", type=_int_at_least(1), default=1, metavar="N",
                    help="one Update per N daemon intervals (default 1)")
     s.add_argument("--device", action="extend", nargs="+", default=[], metavar="NAME",
@@ -154,11 +175,34 @@ def parser() -> argparse.ArgumentParser:
                    help="stop after N Updates")
 
     s = sub("mark", "mark the begin (or --end) of a named phase, e.g. a benchmark step")
-    s.add_argument("name", metavar="NAME")
+    s.add_argument("name", metavar="NAME",
+                   help="the phase's name, e.g. randwrite-4k; end it with the same name and "
+                        "--end")
     s.add_argument("--end", action="store_true", help="the phase ends (default: it begins)")
     s.add_argument("--label", action="append", type=_label, default=[], metavar="KEY=VALUE",
                    help="a label of the mark (repeatable)")
     return p
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    """Parse argv; options left out take their defaults, --target from $IOPULSE_TARGET (a bad
+    value there is a usage error naming the variable)."""
+    p = parser()
+    args = p.parse_args(argv)
+    for k, v in GLOBAL_DEFAULTS.items():
+        if not hasattr(args, k):
+            setattr(args, k, v)
+    if args.target is None:
+        env = os.environ.get(ENV_TARGET)
+        if env:
+            try:
+                args.target = parse_target(env)
+            except BadTarget as e:
+                p.error(f"environment variable {ENV_TARGET}={env!r} is not a daemon address: "
+                        f"{e.reason}")
+        else:
+            args.target = DEFAULT_TARGET
+    return args
 
 
 def _print_json(obj: Any, indent: Optional[int] = None) -> None:
@@ -223,6 +267,7 @@ def cmd_snapshot(c: Client, args: argparse.Namespace) -> int:
 
 def cmd_top(c: Client, args: argparse.Namespace) -> int:
     from rich.live import Live
+    from rich.text import Text
 
     console = _console()
     what = f"iopulse top {c.target}"
@@ -230,15 +275,24 @@ def cmd_top(c: Client, args: argparse.Namespace) -> int:
     def table(u: Any) -> Any:
         return render(u, what, args.device, args.sort, args.threads)
 
-    with c.subscribe(interval_multiple=args.interval_multiple) as sub:
-        if args.once or not console.is_terminal:
+    if args.once or not console.is_terminal:
+        with c.subscribe(interval_multiple=args.interval_multiple) as sub:
             for u in sub:
                 console.print(table(u))
                 if args.once:
                     break
-            return EXIT_OK
-        with Live(console=console, auto_refresh=False, screen=False) as live:
-            live.update(f"{what}: waiting for the first Update ...", refresh=True)
+        return EXIT_OK
+    with Live(console=console, auto_refresh=False, screen=False) as live:
+        live.update(Text(f"{what}: connecting to {c.target} ..."), refresh=True)
+
+        def retrying(e: IopulseError, left: float) -> None:
+            live.update(Text(f"{what}: connecting to {c.target} ...\n  {e}\n  retrying for "
+                             f"{left:.0f} s more"), refresh=True)
+
+        c.on_retry = retrying
+        with c.subscribe(interval_multiple=args.interval_multiple) as sub:
+            live.update(Text(f"{what}: connected, waiting for the first Update ..."),
+                        refresh=True)
             for u in sub:
                 live.update(table(u), refresh=True)
     return EXIT_OK
@@ -270,13 +324,13 @@ COMMANDS = {"info": cmd_info, "snapshot": cmd_snapshot, "top": cmd_top, "watch":
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the iopulse command with argv (default sys.argv[1:]); returns the exit status."""
-    args = parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         with Client(args.target, timeout=args.timeout or None,
                     connect_deadline=args.connect_timeout) as c:
             return COMMANDS[args.cmd](c, args)
     except KeyboardInterrupt:
-        return EXIT_OK
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (iopulse watch --json | head): stop quietly, and keep Python
         # from complaining about the unflushable stdout at exit.

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Type, TypeVar
 
 import grpc
 
-from . import errors
+from . import errors, unix_socket
 from ._pb import iopulse_pb2 as pb
 from ._pb import iopulse_pb2_grpc as pb_grpc
 from .model import Info, PhaseMark, Update
@@ -33,12 +33,22 @@ T = TypeVar("T")
 _OTHER_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix-abstract:", "vsock:")
 
 
+class BadTarget(ValueError):
+    """A string that is not a daemon address; reason says why (without the target)."""
+
+    def __init__(self, target: str, reason: str) -> None:
+        super().__init__(f"target {target!r}: {reason}")
+        self.target = target
+        self.reason = reason
+
+
 def parse_target(target: str) -> str:
     """The gRPC target for an iopulse address.
 
     'unix:/path', 'unix:///path' and a bare absolute '/path' name a unix socket (returned as
     'unix:/path'); 'host:port' (also '[v6addr]:port') is TCP; other gRPC URIs ('dns:///h:p',
-    'ipv4:...', 'unix-abstract:...') pass through. Raises ValueError for anything else.
+    'ipv4:...', 'unix-abstract:...') pass through. Raises BadTarget (a ValueError) for
+    anything else.
     """
     t = target.strip()
     if t.startswith("unix:"):
@@ -46,10 +56,10 @@ def parse_target(target: str) -> str:
         if path.startswith("//"):
             path = path[2:]
             if not path.startswith("/"):
-                raise ValueError(f"target {target!r}: unix://HOST/PATH is not supported; "
-                                 "use unix:/PATH or unix:///PATH")
+                raise BadTarget(target, "unix://HOST/PATH is not supported; use unix:/PATH "
+                                "or unix:///PATH")
         if not path:
-            raise ValueError(f"target {target!r}: no socket path")
+            raise BadTarget(target, "no socket path")
         return "unix:" + path
     if t.startswith("/"):
         return "unix:" + t
@@ -57,8 +67,7 @@ def parse_target(target: str) -> str:
         return t
     host, sep, port = t.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"target {target!r}: expected unix:/PATH, unix:///PATH, /PATH or "
-                         "HOST:PORT")
+        raise BadTarget(target, "expected unix:/PATH, unix:///PATH, /PATH or HOST:PORT")
     return t
 
 
@@ -165,7 +174,7 @@ class Subscription:
             raise errors.from_rpc_error(e, self._client.target, "Subscribe") from None
         try:
             return Update.from_pb(msg)
-        except ValueError as e:
+        except Exception as e:  # noqa: BLE001 - any decoding failure is a malformed reply
             self.cancel()
             raise errors.malformed(self._client.target, "Subscribe", e) from None
 
@@ -196,16 +205,26 @@ class Client:
 
     target: see parse_target(). timeout: seconds each unary call may take. connect_deadline:
     how long unary calls and the start of a subscription keep retrying while the daemon is
-    UNAVAILABLE (backoff per retry, default 0.1 s doubling to 2 s). Failures raise
-    iopulse.errors exceptions naming the target. The client is thread-safe.
+    transiently unavailable (backoff per retry, default 0.1 s doubling to 2 s): refused or
+    reset connections, a daemon restarting. What retrying cannot mend fails at once: a unix
+    socket that does not exist (unless this client reached the daemon before: then it is
+    restarting) or that we may not use (the message names the group to join), a host name
+    that does not resolve. on_retry(error, seconds_left) is called before each wait, e.g.
+    to show progress. Failures raise iopulse.errors exceptions naming the target. The client
+    is thread-safe.
     """
 
     def __init__(self, target: str = DEFAULT_TARGET, *, timeout: Optional[float] = 10.0,
-                 connect_deadline: float = 10.0, retry: RetryPolicy = RetryPolicy()) -> None:
+                 connect_deadline: float = 10.0, retry: RetryPolicy = RetryPolicy(),
+                 on_retry: Optional[Callable[[errors.IopulseError, float], None]] = None
+                 ) -> None:
         self.target = parse_target(target)
         self.timeout = timeout
         self.connect_deadline = connect_deadline
         self.retry = retry
+        self.on_retry = on_retry
+        self._unix_path = self.target[len("unix:"):] if self.target.startswith("unix:") else None
+        self._reached = False   # a call got through once: a missing socket means a restart
         self._lock = threading.Lock()
         self._closed = False
         self._channel = grpc.insecure_channel(self.target, options=RECONNECT_OPTIONS)
@@ -241,16 +260,37 @@ class Client:
             raise errors.IopulseError(f"{method} at {self.target}: the client is closed",
                                       self.target)
 
+    def _unreachable(self, e: grpc.RpcError, method: str) -> tuple[errors.IopulseError, bool]:
+        """The exception for a failed attempt, and whether another attempt may succeed."""
+        err = errors.from_rpc_error(e, self.target, method)
+        if not self.retry.retryable(e):
+            return err, False
+        if self._unix_path is not None:
+            p = unix_socket.check(self._unix_path)
+            if p is not None:
+                again = not p.permanent or (p.kind == unix_socket.MISSING and self._reached)
+                return errors.Unavailable(f"cannot reach iopulsed at {self.target}: "
+                                          f"{p.message}", self.target, err.code,
+                                          err.details), again
+        elif "DNS resolution failed" in err.details:
+            return err, False
+        return err, True
+
     def _with_retry(self, method: str, attempt: Callable[[], T]) -> T:
         self._check_open(method)
         deadline = time.monotonic() + self.connect_deadline
         for delay in self.retry.delays():
             try:
-                return attempt()
+                result = attempt()
+                self._reached = True
+                return result
             except grpc.RpcError as e:
+                err, again = self._unreachable(e, method)
                 remaining = deadline - time.monotonic()
-                if not self.retry.retryable(e) or remaining <= 0 or self._closed:
-                    raise errors.from_rpc_error(e, self.target, method) from None
+                if not again or remaining <= 0 or self._closed:
+                    raise err from None
+                if self.on_retry is not None:
+                    self.on_retry(err, remaining)
                 time.sleep(min(delay, remaining))
         raise AssertionError("unreachable: delays() is endless")
 
@@ -265,7 +305,7 @@ class Client:
     def _decode(self, method: str, decode: Callable[[], T]) -> T:
         try:
             return decode()
-        except ValueError as e:
+        except Exception as e:  # noqa: BLE001 - any decoding failure is a malformed reply
             raise errors.malformed(self.target, method, e) from None
 
     # -- calls --

@@ -55,6 +55,7 @@ def from_rpc_error(e: grpc.RpcError, target: str, method: str) -> IopulseError:
 
 
 def malformed(target: str, method: str, what: Exception) -> IopulseError:
-    """A reply that decodes as protobuf but breaks the contract (e.g. a bad bucket index)."""
-    return IopulseError(f"{method} at {target}: malformed reply: {what}", target, "DATA_LOSS",
-                        str(what))
+    """A reply that decodes as protobuf but breaks the contract (e.g. a bad bucket index), or
+    that this client cannot decode at all (any exception of the decoder)."""
+    return IopulseError(f"{method} at {target}: malformed reply: "
+                        f"{type(what).__name__}: {what}", target, "DATA_LOSS", str(what))
