@@ -1,8 +1,10 @@
 #!/bin/sh
 # Fresh Debian 12: install dependencies, build, and run every test: C unit tests, the Python
 # client's unit tests, the privileged integration tests (the real daemon with its BPF programs
-# on loop devices, the gRPC server on sockets, the Python client over the wire), then the gRPC
-# server tests again against a daemon built with AddressSanitizer + UndefinedBehaviorSanitizer.
+# on loop devices, the gRPC server on sockets, the Python client over the wire), the Python
+# client pip-installed into venvs with the newest and the oldest grpcio/protobuf it supports
+# (scripts/test-client-matrix.sh), then the gRPC server tests again against a daemon built with
+# AddressSanitizer + UndefinedBehaviorSanitizer.
 # Run as root. Exits non-zero on any failure.
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,6 +15,7 @@ meson test -C build --suite unit --print-errorlogs
 PY=/usr/bin/python3
 PYTHONPATH=clients/python/src $PY -m pytest -q -p no:cacheprovider clients/python/tests
 $PY -m pytest -v -s -p no:cacheprovider tests/integration
+./scripts/test-client-matrix.sh
 
 echo "== gRPC server under ASan+UBSan"
 [ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \

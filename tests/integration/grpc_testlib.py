@@ -9,9 +9,11 @@ from typing import Optional
 
 from iopulse_testlib import REPO
 
-sys.path.insert(0, str(REPO / "clients" / "python" / "src"))
-
-import iopulse  # noqa: E402  (the package under test, from the source tree)
+try:
+    import iopulse  # the package under test as installed (a venv of the CI matrix) ...
+except ImportError:
+    sys.path.insert(0, str(REPO / "clients" / "python" / "src"))
+    import iopulse  # ... or from the source tree
 
 
 def tcp_port(d, timeout: float = 5.0) -> int:
