@@ -15,6 +15,10 @@ meson test -C build --suite unit --print-errorlogs
 PY=/usr/bin/python3
 PYTHONPATH=clients/python/src $PY -m pytest -q -p no:cacheprovider clients/python/tests
 $PY -m pytest -v -s -p no:cacheprovider tests/integration
+echo "== Python client as scripts/install-client.sh installs it (Debian's python3 packages)"
+./scripts/install-client.sh
+build/pyenv/bin/python -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
+	-k test_cli_info_snapshot_watch_top_against_the_daemon
 ./scripts/test-client-matrix.sh
 
 echo "== gRPC server under ASan+UBSan"

@@ -151,6 +151,25 @@ def test_refused_socket_is_retried_until_the_deadline(sockdir):
     assert seen[0][1] > seen[-1][1] > 0          # seconds left, counting down
 
 
+def test_tcp_refused_is_retried_and_unknown_host_is_not():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                    # nothing listens there now
+    with iopulse.Client(f"127.0.0.1:{port}", connect_deadline=1.0) as c:
+        t0 = time.monotonic()
+        with pytest.raises(iopulse.Unavailable, match="Connection refused"):
+            c.info()
+        assert 0.9 < time.monotonic() - t0 < 5
+    with iopulse.Client("no-such-host.invalid:7073", connect_deadline=30) as c:
+        t0 = time.monotonic()
+        with pytest.raises(iopulse.Unavailable) as ei:
+            c.info()
+        assert time.monotonic() - t0 < 25, "retried a host name that does not resolve"
+        assert "DNS resolution failed" in str(ei.value)
+        assert "is iopulsed running" not in str(ei.value)
+
+
 @pytest.mark.parametrize("call", ["info", "subscribe"])
 def test_retries_until_the_daemon_comes_up(sockdir, call):
     target = f"unix:{sockdir}/late.sock"

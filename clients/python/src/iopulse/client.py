@@ -273,7 +273,8 @@ class Client:
                                           f"{p.message}", self.target, err.code,
                                           err.details), again
         elif "DNS resolution failed" in err.details:
-            return err, False
+            return errors.Unavailable(f"cannot reach iopulsed at {self.target}: {err.details}",
+                                      self.target, err.code, err.details), False
         return err, True
 
     def _with_retry(self, method: str, attempt: Callable[[], T]) -> T:
