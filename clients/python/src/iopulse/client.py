@@ -196,6 +196,11 @@ class Subscription:
             pass
 
 
+# How gRPC core words a host name that does not resolve (c-ares up to ~1.60, the event
+# engine resolver after): permanent, not worth retrying.
+_NAME_NOT_FOUND = ("DNS resolution failed", "Domain name not found", "errors resolving")
+
+
 class Client:
     """A connection to one iopulsed.
 
@@ -272,7 +277,7 @@ class Client:
                 return errors.Unavailable(f"cannot reach iopulsed at {self.target}: "
                                           f"{p.message}", self.target, err.code,
                                           err.details), again
-        elif "DNS resolution failed" in err.details:
+        elif any(m in err.details for m in _NAME_NOT_FOUND):
             return errors.Unavailable(f"cannot reach iopulsed at {self.target}: {err.details}",
                                       self.target, err.code, err.details), False
         return err, True
