@@ -54,5 +54,6 @@ for kind in newest oldest; do
 	fi
 	"$V/bin/iopulse" --version
 	"$V/bin/python" -m pytest -q -p no:cacheprovider clients/python/tests
-	"$V/bin/python" -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py
+	"$V/bin/python" -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
+		tests/integration/test_phases.py
 done

@@ -69,6 +69,7 @@ int config_init_defaults(struct iop_config *c)
 		.server_enabled = true,
 		.server_socket_mode = 0660,
 		.server_ring_ms = 600000,
+		.server_mark_rate = 20,
 	};
 
 	d.ceph_osd_dir = strdup("/var/lib/ceph/osd");
@@ -247,6 +248,8 @@ static const struct key server_keys[] = {
 	{ .name = "socket_group", .type = KEY_GROUP, .offset = FIELD(server_socket_group) },
 	{ .name = "tcp", .type = KEY_LISTEN, .offset = FIELD(server_tcp) },
 	{ .name = "ring", .type = KEY_DURATION, .offset = FIELD(server_ring_ms) },
+	{ .name = "mark_rate", .type = KEY_UINT, .offset = FIELD(server_mark_rate),
+	  .min = 1, .max = 1000 },
 	{ .name = NULL },
 };
 

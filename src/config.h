@@ -45,6 +45,7 @@ struct iop_config {
 	char *server_socket_group;     /* server.socket_group: group name, "" = root's */
 	char *server_tcp;              /* server.tcp: "host:port" to listen on too, "" = none */
 	uint64_t server_ring_ms;       /* server.ring: replay history kept, default 10m */
+	uint32_t server_mark_rate;     /* server.mark_rate: phase marks per second, default 20 */
 };
 
 #define IOP_DEFAULT_SOCKET "/run/iopulse/iopulse.sock"

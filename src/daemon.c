@@ -19,6 +19,7 @@
 #include "log.h"
 #include "output_json.h"
 #include "output_text.h"
+#include "phases.h"
 #include "probes.h"
 #include "rpc_server.h"
 #include "threads.h"
@@ -60,6 +61,8 @@ static void publish(struct pipeline *pl, const struct iop_config *c, const struc
 	r = hub_publish(srv.hub, iv);
 	if (r)
 		log_warn("an interval could not be kept for subscribers: %s", strerror(-r));
+	if (phases_open(hub_phases(srv.hub), &is.open_phases, &is.n_open_phases))
+		log_warn("out of memory listing the open phases");
 	is.bpf_run_time_ns = srv.bpf_run_time_ns;
 	is.bpf_run_count = srv.bpf_run_count;
 	is.last_seq = hub_last_seq(srv.hub);
@@ -90,7 +93,7 @@ static int serving_start(const struct iop_config *c)
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	srv.started_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	r = hub_new(&srv.hub, c->interval_ms, c->server_ring_ms);
+	r = hub_new(&srv.hub, c->interval_ms, c->server_ring_ms, c->server_mark_rate);
 	if (r)
 		return r;
 	r = rpc_server_start(&srv.rpc, srv.hub, &ro, err, sizeof(err));
@@ -256,7 +259,15 @@ static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct i
 		bool final)
 {
 	struct iop_interval iv;
-	int r = aggregator_collect(pl->agg, c, &iv, final);
+	int r;
+
+	/* phase marks made so far sit on this edge: cut them before the maps are read */
+	if (srv.hub) {
+		if (final)
+			phases_close_all(hub_phases(srv.hub));
+		phases_cut(hub_phases(srv.hub));
+	}
+	r = aggregator_collect(pl->agg, c, &iv, final);
 
 	if (r) {
 		log_error("collecting the interval failed: %s", strerror(-r));
@@ -340,7 +351,7 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	struct pipeline pl = { 0 };
 	struct epoll_event ev = { .events = EPOLLIN }, got[4];
 	sigset_t mask;
-	int sfd = -1, tfd = -1, dfd = -1, efd = -1, rc = 1, n, i;
+	int sfd = -1, tfd = -1, dfd = -1, efd = -1, mfd = -1, rc = 1, n, i;
 	bool running = true;
 	uint64_t end_ms = 0;
 
@@ -366,6 +377,11 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	epoll_ctl(efd, EPOLL_CTL_ADD, sfd, &ev);
 	ev.data.fd = tfd;
 	epoll_ctl(efd, EPOLL_CTL_ADD, tfd, &ev);
+	if (srv.hub) {
+		mfd = phases_fd(hub_phases(srv.hub));
+		ev.data.fd = mfd;
+		epoll_ctl(efd, EPOLL_CTL_ADD, mfd, &ev);
+	}
 	if (o->duration_ms) {
 		struct itimerspec its = { .it_value = { .tv_sec = (time_t)(o->duration_ms / 1000),
 						      .tv_nsec = (long)(o->duration_ms % 1000) * 1000000 } };
@@ -396,6 +412,11 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 					continue;
 				if (end_ms && mono_ms() + 1 >= end_ms)
 					continue;   /* the duration timer closes the last interval */
+				if (emit(&pl, o, cfg, false))
+					goto out;
+			} else if (got[i].data.fd == mfd) {
+				/* a phase mark closes the interval now */
+				phases_drain_fd(hub_phases(srv.hub));
 				if (emit(&pl, o, cfg, false))
 					goto out;
 			} else if (got[i].data.fd == dfd) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "phases.h"
 #include "update_pb.h"
 
 #define MULTIPLE_MAX 3600
@@ -26,6 +27,7 @@ struct hub_sub {
 	unsigned int multiple;
 	struct update_filter f;
 	pb_update *carry;           /* intervals that left the ring before it took them */
+	char *session;              /* holds this session's open phases; NULL for none */
 	struct hub_sub *prev, *next;
 };
 
@@ -34,11 +36,10 @@ struct hub {
 	uint64_t interval_ms, ring_ms;
 	struct entry *ring;
 	size_t cap, n, head;        /* head: index of the oldest entry */
+	size_t cap_max;             /* marks add intervals: the ring grows up to this */
 	uint64_t last_seq;
 	pb_update *cum;             /* everything since start */
-	Iopulse__V1__PhaseMark **marks;   /* made since the last publish */
-	size_t nmarks;
-	uint64_t mark_id;
+	struct phases *phases;
 	char **known;               /* device names ever published */
 	size_t nknown;
 	struct hub_msg *info;
@@ -93,9 +94,10 @@ static uint64_t now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms)
+int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms, unsigned int mark_rate)
 {
 	struct hub *h = calloc(1, sizeof(*h));
+	int r;
 
 	if (!h)
 		return -ENOMEM;
@@ -103,11 +105,18 @@ int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms)
 	h->interval_ms = interval_ms ? interval_ms : 1000;
 	h->ring_ms = ring_ms;
 	h->cap = ring_ms / h->interval_ms + 1;
+	/* every mark may close an interval of its own */
+	h->cap_max = h->cap + (ring_ms / 1000 + 2) * (mark_rate ? mark_rate : 1);
 	h->ring = calloc(h->cap, sizeof(*h->ring));
 	h->cum = malloc(sizeof(*h->cum));
 	if (!h->ring || !h->cum) {
 		hub_free(h);
 		return -ENOMEM;
+	}
+	r = phases_new(&h->phases, mark_rate);
+	if (r) {
+		hub_free(h);
+		return r;
 	}
 	iopulse__v1__update__init(h->cum);
 	*out = h;
@@ -131,6 +140,7 @@ static void sub_free(struct hub_sub *s)
 {
 	filter_release(&s->f);
 	update_free(s->carry);
+	free(s->session);
 	free(s);
 }
 
@@ -148,12 +158,10 @@ struct hub *hub_free(struct hub *h)
 	}
 	for (i = 0; h->ring && i < h->n; i++)
 		hub_msg_unref(h->ring[(h->head + i) % h->cap].msg);
-	for (i = 0; i < h->nmarks; i++)
-		iopulse__v1__phase_mark__free_unpacked(h->marks[i], NULL);
 	for (i = 0; i < h->nknown; i++)
 		free(h->known[i]);
 	free(h->known);
-	free(h->marks);
+	phases_free(h->phases);
 	free(h->ring);
 	update_free(h->cum);
 	hub_msg_unref(h->info);
@@ -223,6 +231,32 @@ static void evict_oldest(struct hub *h)
 	h->n--;
 }
 
+/* Room for one more entry: the oldest leaves once it is older than the ring's span, or when
+ * the ring cannot grow. */
+static void make_room(struct hub *h, uint64_t end_mono)
+{
+	struct entry *grown;
+	size_t cap, i;
+
+	while (h->n && h->ring[h->head].end_mono + h->ring_ms * 1000000ull < end_mono)
+		evict_oldest(h);
+	if (h->n < h->cap)
+		return;
+	cap = h->cap * 2 < h->cap_max ? h->cap * 2 : h->cap_max;
+	grown = cap > h->cap ? malloc(cap * sizeof(*grown)) : NULL;
+	if (!grown) {
+		evict_oldest(h);
+		return;
+	}
+	for (i = 0; i < h->n; i++)
+		grown[i] = h->ring[(h->head + i) % h->cap];
+	memset(grown + h->n, 0, (cap - h->n) * sizeof(*grown));
+	free(h->ring);
+	h->ring = grown;
+	h->cap = cap;
+	h->head = 0;
+}
+
 int hub_publish(struct hub *h, const struct iop_interval *iv)
 {
 	pb_update *u = update_from_interval(iv);
@@ -232,13 +266,11 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 
 	if (!u)
 		return -ENOMEM;
+	/* the marks cut before the maps were read sit on this interval's end */
+	r = phases_stamp(h->phases, iv->end_mono_ns, iv->end_realtime_ns, &u->phases, &u->n_phases);
+	if (r)
+		fprintf(stderr, "iopulsed: warning: out of memory answering a phase mark\n");
 	pthread_mutex_lock(&h->lock);
-	if (h->nmarks) {
-		u->phases = h->marks;
-		u->n_phases = h->nmarks;
-		h->marks = NULL;
-		h->nmarks = 0;
-	}
 	m = pack_msg(&u->base);
 	r = m ? 0 : -ENOMEM;
 	r = r ?: remember_devices(h, u);
@@ -252,8 +284,7 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 	}
 	r = r ?: update_merge_into(h->cum, u, NULL);
 	if (m) {
-		if (h->n == h->cap)
-			evict_oldest(h);
+		make_room(h, u->end_monotonic_ns);
 		i = (h->head + h->n) % h->cap;
 		h->ring[i].seq = u->seq;
 		h->ring[i].end_mono = u->end_monotonic_ns;
@@ -394,13 +425,26 @@ int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub 
 		return -ENOMEM;
 	}
 	s->multiple = q->interval_multiple;
+	if (*q->session) {
+		s->session = strdup(q->session);
+		if (!s->session) {
+			iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+			sub_free(s);
+			return -ENOMEM;
+		}
+	}
 	r = copy_strings(&s->f.devices, &s->f.ndevices, q->devices, q->n_devices);
 	r = r ?: copy_strings(&s->f.threads, &s->f.nthreads, q->threads, q->n_threads);
 	pthread_mutex_lock(&h->lock);
 	r = r ?: check_devices(h, q->devices, q->n_devices, err, errlen);
 	if (!r) {
 		s->next_seq = h->last_seq + 1;
-		if (q->replay_seconds) {
+		if (strnlen(q->session, 65) > 64) {
+		snprintf(err, errlen, "session must be at most 64 characters");
+		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+		return -EINVAL;
+	}
+	if (q->replay_seconds) {
 			from = now_ns(CLOCK_MONOTONIC) - (uint64_t)q->replay_seconds * 1000000000ull;
 			for (i = 0; i < h->n; i++) {
 				const struct entry *e = &h->ring[(h->head + i) % h->cap];
@@ -429,6 +473,8 @@ int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub 
 
 void hub_unsubscribe(struct hub *h, struct hub_sub *s)
 {
+	struct hub_sub *other = NULL;
+
 	if (!s)
 		return;
 	pthread_mutex_lock(&h->lock);
@@ -439,7 +485,12 @@ void hub_unsubscribe(struct hub *h, struct hub_sub *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	h->nsubs--;
+	for (other = h->subs; s->session && other; other = other->next)
+		if (other->session && !strcmp(other->session, s->session))
+			break;
 	pthread_mutex_unlock(&h->lock);
+	if (s->session && !other)
+		phases_session_gone(h->phases, s->session);
 	sub_free(s);
 }
 
@@ -551,90 +602,7 @@ int hub_info(struct hub *h, struct hub_msg **out)
 	return *out ? 0 : -EAGAIN;
 }
 
-static bool printable(const char *s, size_t max)
+struct phases *hub_phases(struct hub *h)
 {
-	size_t n = strnlen(s, max + 1);
-
-	if (n > max)
-		return false;
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return false;
-	return true;
-}
-
-int hub_mark(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
-	     char *err, size_t errlen)
-{
-	Iopulse__V1__MarkPhaseRequest *q = iopulse__v1__mark_phase_request__unpack(NULL, len, req);
-	Iopulse__V1__PhaseMark *pm, **grown;
-	size_t i;
-	bool bad = false;
-	int r = 0;
-
-	if (!q) {
-		snprintf(err, errlen, "MarkPhaseRequest does not decode");
-		return -EINVAL;
-	}
-	if (!*q->name || !printable(q->name, NAME_MAX_LEN)) {
-		snprintf(err, errlen, "phase name must be 1..%d printable characters", NAME_MAX_LEN);
-		r = -EINVAL;
-	}
-	for (i = 0; !r && i < q->n_labels; i++) {
-		if (!*q->labels[i]->key || !printable(q->labels[i]->key, NAME_MAX_LEN) ||
-		    !printable(q->labels[i]->value, 1024)) {
-			snprintf(err, errlen, "label %zu: keys must be 1..%d printable characters, "
-				 "values at most 1024", i, NAME_MAX_LEN);
-			r = -EINVAL;
-		}
-	}
-	if (r) {
-		iopulse__v1__mark_phase_request__free_unpacked(q, NULL);
-		return r;
-	}
-	/* the request's decoded parts become the mark's: same layout for labels */
-	pm = calloc(1, sizeof(*pm));
-	if (!pm) {
-		iopulse__v1__mark_phase_request__free_unpacked(q, NULL);
-		return -ENOMEM;
-	}
-	iopulse__v1__phase_mark__init(pm);
-	pm->name = strdup(q->name);
-	pm->end = q->end;
-	pm->labels = calloc(q->n_labels ? q->n_labels : 1, sizeof(*pm->labels));
-	for (i = 0; pm->labels && i < q->n_labels; i++) {
-		Iopulse__V1__PhaseMark__LabelsEntry *e = malloc(sizeof(*e));
-
-		bad = !e;
-		if (bad)
-			break;
-		iopulse__v1__phase_mark__labels_entry__init(e);
-		e->key = strdup(q->labels[i]->key);
-		e->value = strdup(q->labels[i]->value);
-		pm->labels[pm->n_labels++] = e;
-		bad = !e->key || !e->value;
-		if (bad)
-			break;
-	}
-	iopulse__v1__mark_phase_request__free_unpacked(q, NULL);
-	if (!pm->name || !pm->labels || bad) {
-		iopulse__v1__phase_mark__free_unpacked(pm, NULL);
-		return -ENOMEM;
-	}
-	pthread_mutex_lock(&h->lock);
-	pm->realtime_ns = now_ns(CLOCK_REALTIME);
-	pm->monotonic_ns = now_ns(CLOCK_MONOTONIC);
-	pm->id = ++h->mark_id;
-	grown = realloc(h->marks, (h->nmarks + 1) * sizeof(*grown));
-	if (grown) {
-		h->marks = grown;
-		h->marks[h->nmarks++] = pm;
-		*out = pack_msg(&pm->base);
-	}
-	pthread_mutex_unlock(&h->lock);
-	if (!grown) {
-		iopulse__v1__phase_mark__free_unpacked(pm, NULL);
-		return -ENOMEM;
-	}
-	return *out ? 0 : -ENOMEM;
+	return h->phases;
 }

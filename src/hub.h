@@ -21,14 +21,16 @@ void hub_msg_unref(struct hub_msg *m);
 struct hub;
 struct hub_sub;
 
-/* interval_ms: the daemon's interval; ring_ms: how much history Subscribe can replay. */
-int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms);
+/* interval_ms: the daemon's interval; ring_ms: how much history Subscribe can replay;
+ * mark_rate: phase marks per second (each one closes an interval). */
+int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms, unsigned int mark_rate);
 struct hub *hub_free(struct hub *h);
 
 /* ---- the aggregator's side ---- */
 
-/* Turn one interval into an Update (with the phase marks made during it), pack it once, keep
- * it in the ring and the cumulative snapshot. 0 or -ENOMEM. */
+/* Turn one interval into an Update (with the phase marks cut before its maps were read,
+ * stamped with its end), pack it once, keep it in the ring and the cumulative snapshot.
+ * 0 or -ENOMEM. */
 int hub_publish(struct hub *h, const struct iop_interval *iv);
 /* Replace the packed Info answer (takes m). */
 void hub_set_info(struct hub *h, struct hub_msg *m);
@@ -50,7 +52,7 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s);
 int hub_snapshot(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
 		 char *err, size_t errlen);
 int hub_info(struct hub *h, struct hub_msg **out);
-int hub_mark(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
-	     char *err, size_t errlen);
+/* Phase marks (phases.h): the server submits them, the main loop cuts them at its edges. */
+struct phases *hub_phases(struct hub *h);
 
 #endif

@@ -145,6 +145,8 @@ static int fill_config(Iopulse__V1__Info *info, const struct iop_config *c)
 	r = r ?: add_config(info, "server.tcp", c->server_tcp ? c->server_tcp : "");
 	snprintf(b, sizeof(b), "%llums", (unsigned long long)c->server_ring_ms);
 	r = r ?: add_config(info, "server.ring", b);
+	snprintf(b, sizeof(b), "%u", c->server_mark_rate);
+	r = r ?: add_config(info, "server.mark_rate", b);
 	return r;
 }
 
@@ -158,9 +160,15 @@ struct hub_msg *info_build(const struct info_src *s)
 	uint8_t *buf;
 	int r = 0;
 
-	if (!info)
+	if (!info) {
+		for (i = 0; i < s->n_open_phases; i++)
+			iopulse__v1__phase_mark__free_unpacked(s->open_phases[i], NULL);
+		free(s->open_phases);
 		return NULL;
+	}
 	iopulse__v1__info__init(info);
+	info->open_phases = s->open_phases;
+	info->n_open_phases = s->n_open_phases;
 	uname(&u);
 	info->version = strdup(IOPULSE_VERSION);
 	info->kernel = strdup(u.release);

@@ -8,6 +8,7 @@
 #include "devices.h"
 #include "hub.h"
 #include "interval.h"
+#include "iopulse.pb-c.h"
 
 struct info_src {
 	const struct iop_config *config;
@@ -23,9 +24,11 @@ struct info_src {
 	unsigned int ring_seconds;
 	uint64_t fanout_ns;
 	unsigned int fanout_streams;
+	Iopulse__V1__PhaseMark **open_phases;   /* taken by info_build */
+	size_t n_open_phases;
 };
 
-/* NULL on ENOMEM. */
+/* NULL on ENOMEM. Takes src->open_phases. */
 struct hub_msg *info_build(const struct info_src *src);
 
 #endif

@@ -21,6 +21,7 @@
 #include <grpc/support/time.h>
 
 #include "log.h"
+#include "phases.h"
 
 /* How often the loop looks for new Updates: the added delivery delay is at most this. */
 #define POLL_MS 10
@@ -66,6 +67,8 @@ struct call {
 	bool sending, closed, finishing;
 	struct tag t_done, t_headers, t_sent, t_closed;
 	struct call *prev, *next;  /* streams */
+	uint64_t mark_id;          /* a MarkPhase waiting for its interval edge */
+	struct call *wnext;        /* the marks waiting */
 };
 
 struct rpc_server {
@@ -75,6 +78,7 @@ struct rpc_server {
 	void *methods[M_COUNT];
 	struct slot slots[M_COUNT];
 	struct call *streams;
+	struct call *marks;        /* MarkPhase calls waiting for their edge */
 	unsigned int nstreams;
 	unsigned int ncalls;       /* call contexts alive (streams and unary calls) */
 	pthread_t thread;
@@ -131,6 +135,8 @@ static grpc_status_code status_of(int r)
 	case -EINVAL: return GRPC_STATUS_INVALID_ARGUMENT;
 	case -EAGAIN: return GRPC_STATUS_UNAVAILABLE;
 	case -ENOMEM: return GRPC_STATUS_RESOURCE_EXHAUSTED;
+	case -EBUSY: return GRPC_STATUS_RESOURCE_EXHAUSTED;
+	case -ENOENT: return GRPC_STATUS_NOT_FOUND;
 	default: return GRPC_STATUS_INTERNAL;
 	}
 }
@@ -248,7 +254,15 @@ static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size
 			snprintf(err, sizeof(err), "iopulsed is starting; try again in a moment");
 		break;
 	default:
-		r = hub_mark(s->hub, req, len, &out, err, sizeof(err));
+		r = s->stop ? -EAGAIN : phases_submit(hub_phases(s->hub), req, len, &c->mark_id,
+						     err, sizeof(err));
+		if (!r) {
+			c->wnext = s->marks;   /* answered once the main loop took the edge */
+			s->marks = c;
+			return;
+		}
+		if (r == -EAGAIN)
+			snprintf(err, sizeof(err), "iopulsed is shutting down");
 		break;
 	}
 	if (r && !err[0])
@@ -318,8 +332,34 @@ static void new_call(struct rpc_server *s, enum method m, bool ok)
 	else
 		unary(s, c, req ? req : (uint8_t *)"", len);
 	free(req);
-	if (!c->pending)
+	if (!c->pending && !c->mark_id)
 		call_free(s, c);
+}
+
+/* Answer the marks whose interval edge the main loop has taken. final: iopulsed stops. */
+static void answer_marks(struct rpc_server *s, bool final)
+{
+	struct call **pc = &s->marks, *c;
+	struct hub_msg *m;
+	int r;
+
+	while ((c = *pc)) {
+		r = phases_reply(hub_phases(s->hub), c->mark_id, &m);
+		if (r == 0 && !final) {
+			pc = &c->wnext;
+			continue;
+		}
+		*pc = c->wnext;
+		c->mark_id = 0;
+		if (r == 1)
+			finish_call(c, true, buffer_of(m), GRPC_STATUS_OK, NULL);
+		else
+			finish_call(c, true, NULL, r ? GRPC_STATUS_INTERNAL : GRPC_STATUS_UNAVAILABLE,
+				    r ? "the mark was made but its answer was lost (out of memory)" :
+				    "iopulsed stopped before the mark's interval edge");
+		if (!c->pending)
+			call_free(s, c);
+	}
 }
 
 /* Hand each idle stream its next Update, if one is due. */
@@ -396,6 +436,7 @@ static void shut_down(struct rpc_server *s)
 	/* the daemon's last (partial) interval goes out before the status */
 	s->refeed = true;
 	feed(s);
+	answer_marks(s, true);
 	for (c = s->streams; c; c = c->next) {
 		if (c->closed || c->finishing)
 			continue;
@@ -440,6 +481,8 @@ static void *loop(void *arg)
 		else if (ev.type == GRPC_QUEUE_SHUTDOWN)
 			break;
 		feed(s);
+		if (s->marks)
+			answer_marks(s, false);
 	}
 	shut_down(s);
 	return NULL;

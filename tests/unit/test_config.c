@@ -177,7 +177,8 @@ START_TEST(test_full_file)
 		"  socket_mode: \"0640\"\n"
 		"  socket_group: ceph\n"
 		"  tcp: \"[::]:7073\"\n"
-		"  ring: 20m\n", err, sizeof(err)) == 0, "%s", err);
+		"  ring: 20m\n"
+		"  mark_rate: 200\n", err, sizeof(err)) == 0, "%s", err);
 	ck_assert_uint_eq(c.interval_ms, 500);
 	ck_assert_uint_eq(c.hist_precision, 7);
 	ck_assert(strlist_is(&c.dev_include, 2, dinc));
@@ -198,6 +199,7 @@ START_TEST(test_full_file)
 	ck_assert_str_eq(c.server_socket_group, "ceph");
 	ck_assert_str_eq(c.server_tcp, "[::]:7073");
 	ck_assert_uint_eq(c.server_ring_ms, 1200000);
+	ck_assert_uint_eq(c.server_mark_rate, 200);
 	config_release(&c);
 }
 END_TEST
@@ -304,7 +306,7 @@ static const struct bad_case bad_cases[] = {
 	{ "bogus: 1\n", "1:1", "bogus", "unknown key (expected interval, histogram, devices, "
 	  "sync, limits, ceph, log, bpf_stats, server)" },
 	{ "server:\n  sock: /x\n", "2:3", "server.sock", "unknown key (expected enabled, socket, "
-	  "socket_mode, socket_group, tcp, ring)" },
+	  "socket_mode, socket_group, tcp, ring, mark_rate)" },
 	{ "server:\n  socket_mode: \"0999\"\n", "2:16", "server.socket_mode",
 	  "is not an octal file mode" },
 	{ "server:\n  socket_mode: rw\n", "2:16", "server.socket_mode", "is not an octal file mode" },
@@ -377,6 +379,8 @@ static const struct bad_case bad_cases[] = {
 	  "1023 is out of range (1024..4194304)" },
 	{ "limits:\n  inflight: 4194305\n", "2:13", "limits.inflight",
 	  "4194305 is out of range (1024..4194304)" },
+	{ "server:\n  mark_rate: 0\n", "2:14", "server.mark_rate", "0 is out of range (1..1000)" },
+	{ "server:\n  mark_rate: 1001\n", "2:14", "server.mark_rate", "1001 is out of range (1..1000)" },
 	{ "limits:\n  inflight: 4294967297\n", "2:13", "limits.inflight", "is out of range" },
 	{ "limits:\n  devices: 99999999999999999999999\n", "2:12", "limits.devices",
 	  "99999999999999999999999 is out of range (1..4096)" },

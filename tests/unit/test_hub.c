@@ -4,10 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 
 #include "check_main.h"
 #include "hist_math.h"
 #include "hub.h"
+#include "phases.h"
 #include "update_pb.h"
 
 #define K 5
@@ -136,7 +138,7 @@ START_TEST(test_slow_subscriber_loses_nothing)
 	size_t len;
 	pb_update *u;
 
-	ck_assert_int_eq(hub_new(&h, 1000, 2000), 0);   /* ring: 3 intervals */
+	ck_assert_int_eq(hub_new(&h, 1000, 2000, 20), 0);   /* ring: 3 intervals */
 	interval(&iv, 1);
 	ck_assert_int_eq(hub_publish(h, &iv), 0);
 	req = subscribe_req(1, &len);
@@ -186,7 +188,7 @@ START_TEST(test_bad_requests)
 	Iopulse__V1__SubscribeRequest q = IOPULSE__V1__SUBSCRIBE_REQUEST__INIT;
 	char *names[] = { "nvme9n9" };
 
-	ck_assert_int_eq(hub_new(&h, 1000, 600000), 0);
+	ck_assert_int_eq(hub_new(&h, 1000, 600000, 20), 0);
 	interval(&iv, 1);
 	ck_assert_int_eq(hub_publish(h, &iv), 0);
 	req = subscribe_req(0, &len);
@@ -212,38 +214,93 @@ START_TEST(test_bad_requests)
 }
 END_TEST
 
-START_TEST(test_marks_land_in_the_next_update)
+/* Marks cut before an interval's maps were read travel in that interval's Update, stamped
+ * with its end; a mark made after the cut waits for the next edge. The ring keeps its span
+ * in time when marks add intervals. */
+START_TEST(test_marks_sit_on_the_edge_they_made)
 {
 	struct hub *h;
 	struct hub_msg *m, *snap;
+	struct hub_sub *sub;
 	struct iop_interval iv;
 	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
 	char err[256];
+	uint64_t id1, id2, id3, seq;
+	struct timespec now;
 	uint8_t *req;
 	size_t len;
 	pb_update *u;
 
-	ck_assert_int_eq(hub_new(&h, 1000, 10000), 0);
+	ck_assert_int_eq(hub_new(&h, 1000, 10000, 1000), 0);
 	q.name = "fill";
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(hub_mark(h, req, len, &m, err, sizeof(err)), 0);
-	hub_msg_unref(m);
+	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id1, err, sizeof(err)), 0);
+	free(req);
 	q.end = 1;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id2, err, sizeof(err)), 0);
+	ck_assert_int_eq(phases_reply(hub_phases(h), id2, &m), 0);        /* waits for an edge */
+	phases_cut(hub_phases(h));
+	q.end = 0;
 	free(req);
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(hub_mark(h, req, len, &m, err, sizeof(err)), 0);
-	hub_msg_unref(m);
+	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id3, err, sizeof(err)), 0);
 	free(req);
 	interval(&iv, 1);
 	ck_assert_int_eq(hub_publish(h, &iv), 0);
+	ck_assert_int_eq(phases_reply(hub_phases(h), id2, &m), 1);
+	{
+		Iopulse__V1__PhaseMark *pm = iopulse__v1__phase_mark__unpack(NULL, m->len, m->buf);
+
+		ck_assert_ptr_nonnull(pm);
+		ck_assert(pm->end);
+		ck_assert_uint_eq(pm->begin_id, id1);
+		ck_assert_uint_eq(pm->monotonic_ns, iv.end_mono_ns);
+		iopulse__v1__phase_mark__free_unpacked(pm, NULL);
+	}
+	hub_msg_unref(m);
+	ck_assert_int_eq(phases_reply(hub_phases(h), id3, &m), 0);        /* not cut yet */
 	ck_assert_int_eq(hub_snapshot(h, (const uint8_t *)"", 0, &snap, err, sizeof(err)), 0);
 	u = unpack(snap);
 	ck_assert_uint_eq(u->n_phases, 2);
 	ck_assert_str_eq(u->phases[0]->name, "fill");
 	ck_assert(!u->phases[0]->end && u->phases[1]->end);
-	ck_assert_uint_lt(u->phases[0]->id, u->phases[1]->id);
+	ck_assert_uint_eq(u->phases[0]->id, id1);
+	ck_assert_uint_eq(u->phases[0]->monotonic_ns, iv.end_mono_ns);
 	update_free(u);
 	hub_msg_unref(snap);
+
+	/* 30 short intervals closed by marks in the last 3 s: a 9 s replay still has them all,
+	 * more than the 11 intervals of 1 s the ring was sized for */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (seq = 2; seq <= 31; seq++) {
+		phases_cut(hub_phases(h));
+		interval(&iv, 1);
+		iv.seq = seq;
+		iv.start_mono_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec -
+				   3000000000ull + (seq - 2) * 100000000ull;
+		iv.end_mono_ns = iv.start_mono_ns + 100000000ull;
+		ck_assert_int_eq(hub_publish(h, &iv), 0);
+	}
+	ck_assert_int_eq(phases_reply(hub_phases(h), id3, &m), 1);
+	hub_msg_unref(m);
+	{
+		Iopulse__V1__SubscribeRequest sq = IOPULSE__V1__SUBSCRIBE_REQUEST__INIT;
+
+		sq.interval_multiple = 1;
+		sq.replay_seconds = 9;
+		req = pb_pack_alloc(&sq.base, &len);
+	}
+	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
+	free(req);
+	m = hub_next(h, sub);
+	u = unpack(m);
+	ck_assert_uint_eq(u->merged, 30);
+	ck_assert_uint_eq(u->first_seq, 2);
+	ck_assert_uint_eq(u->devices[0]->read->ios, 30 * 2);
+	update_free(u);
+	hub_msg_unref(m);
+	hub_unsubscribe(h, sub);
 	hub_free(h);
 }
 END_TEST
@@ -261,7 +318,7 @@ START_TEST(test_precision_change_is_not_merged)
 	pb_update *u;
 	uint64_t seq;
 
-	ck_assert_int_eq(hub_new(&h, 1000, 60000), 0);
+	ck_assert_int_eq(hub_new(&h, 1000, 60000, 20), 0);
 	req = subscribe_req(1, &len);
 	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
 	free(req);
@@ -306,7 +363,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_device_filter);
 	tcase_add_test(tc, test_slow_subscriber_loses_nothing);
 	tcase_add_test(tc, test_bad_requests);
-	tcase_add_test(tc, test_marks_land_in_the_next_update);
+	tcase_add_test(tc, test_marks_sit_on_the_edge_they_made);
 	tcase_add_test(tc, test_precision_change_is_not_merged);
 	suite_add_tcase(s, tc);
 	return s;

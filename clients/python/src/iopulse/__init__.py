@@ -8,7 +8,8 @@
             print(update.devices["sda"].ops["write"].service_ns.percentile(99))
 """
 from .client import DEFAULT_TARGET, Client, Phase, RetryPolicy, Subscription, parse_target
-from .errors import Cancelled, DeadlineExceeded, InvalidArgument, IopulseError, Unavailable
+from .errors import (Cancelled, DeadlineExceeded, InvalidArgument, IopulseError, NotFound,
+                     ResourceExhausted, Unavailable)
 from .histogram import Histogram
 from .model import (AgentCost, DeviceInfo, DeviceStats, Drops, HistogramLayout, Info, OpStats,
                     PhaseMark, ThreadSync, Update)
@@ -18,4 +19,5 @@ __version__ = "0.1.0"
 __all__ = ["Client", "Subscription", "Phase", "RetryPolicy", "DEFAULT_TARGET", "parse_target",
            "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "PhaseMark", "Drops",
            "Info", "DeviceInfo", "HistogramLayout", "AgentCost", "IopulseError", "Unavailable",
-           "InvalidArgument", "DeadlineExceeded", "Cancelled", "__version__"]
+           "InvalidArgument", "NotFound", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
+           "__version__"]

@@ -63,9 +63,13 @@ histograms, sync threads, phase marks and drops (the same fields as iopulse snap
     "mark": """examples:
   iopulse mark fill --label run=3 --label bs=4k
   iopulse mark fill --end --label run=3
+  iopulse mark --end --id 42
 
-Prints the daemon's timestamp of the mark; the mark arrives in the Update whose window
-holds it.""",
+The daemon closes its current interval at the mark, so the phase edge is an interval edge:
+IO started after this command returns is counted after the mark. Prints the daemon's
+timestamp and the mark's id. Phases may nest; an end closes the latest open phase of that
+name in this session ($IOPULSE_SESSION, set by iopulse record), or the one with --id. At
+most server.mark_rate marks per second (default 20).""",
 }
 
 
@@ -175,10 +179,13 @@ def parser() -> argparse.ArgumentParser:
                    help="stop after N Updates")
 
     s = sub("mark", "mark the begin (or --end) of a named phase, e.g. a benchmark step")
-    s.add_argument("name", metavar="NAME",
+    s.add_argument("name", metavar="NAME", nargs="?", default="",
                    help="the phase's name, e.g. randwrite-4k; end it with the same name and "
-                        "--end")
+                        "--end (or with --end --id ID)")
     s.add_argument("--end", action="store_true", help="the phase ends (default: it begins)")
+    s.add_argument("--id", type=_int_at_least(1), default=0, metavar="ID",
+                   help="with --end: the id of the begin mark to close (printed by the begin); "
+                        "default: the latest open phase named NAME in this session")
     s.add_argument("--label", action="append", type=_label, default=[], metavar="KEY=VALUE",
                    help="a label of the mark (repeatable)")
     return p
@@ -192,6 +199,11 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     for k, v in GLOBAL_DEFAULTS.items():
         if not hasattr(args, k):
             setattr(args, k, v)
+    if args.cmd == "mark" and not args.name and not (args.end and args.id):
+        p.error("mark: give the phase's NAME (or --end --id ID)")
+    if args.cmd == "mark" and args.id and not args.end:
+        p.error("mark: --id names the begin that an --end closes; a begin gets its id from "
+                "the daemon")
     if args.target is None:
         env = os.environ.get(ENV_TARGET)
         if env:
@@ -309,7 +321,7 @@ def cmd_watch(c: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_mark(c: Client, args: argparse.Namespace) -> int:
-    m = c.mark_phase(args.name, end=args.end, **dict(args.label)).mark
+    m = c.mark_phase(args.name, end=args.end, phase_id=args.id, **dict(args.label)).mark
     secs, ns = divmod(m.realtime_ns, 1_000_000_000)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ns:09d}Z"
     labels = "".join(f" {k}={v}" for k, v in sorted(m.labels.items()))

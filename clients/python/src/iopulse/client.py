@@ -1,6 +1,7 @@
 """iopulse.Client: the daemon's gRPC API (service iopulse.v1.Telemetry) as typed Python calls."""
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -123,7 +124,7 @@ class Phase:
         if self.mark.end:
             return self.mark
         if self.end_mark is None:
-            self.end_mark = self.client._mark(self.name, True, self.labels)
+            self.end_mark = self.client._mark(self.name, True, self.labels, self.mark.id)
         return self.end_mark
 
     def __enter__(self) -> "Phase":
@@ -198,6 +199,7 @@ class Subscription:
 
 # How gRPC core words a host name that does not resolve (c-ares up to ~1.60, the event
 # engine resolver after): permanent, not worth retrying.
+SESSION_ENV = "IOPULSE_SESSION"
 _NAME_NOT_FOUND = ("DNS resolution failed", "Domain name not found", "errors resolving")
 
 
@@ -215,15 +217,18 @@ class Client:
     socket that does not exist (unless this client reached the daemon before: then it is
     restarting) or that we may not use (the message names the group to join), a host name
     that does not resolve. on_retry(error, seconds_left) is called before each wait, e.g.
-    to show progress. Failures raise iopulse.errors exceptions naming the target. The client
-    is thread-safe.
+    to show progress. session: the name this client's phase marks carry (default
+    $IOPULSE_SESSION, set by `iopulse record` for the command it runs); a subscription with
+    hold_session=True keeps the session's phases open while it lives. Failures raise
+    iopulse.errors exceptions naming the target. The client is thread-safe.
     """
 
     def __init__(self, target: str = DEFAULT_TARGET, *, timeout: Optional[float] = 10.0,
                  connect_deadline: float = 10.0, retry: RetryPolicy = RetryPolicy(),
-                 on_retry: Optional[Callable[[errors.IopulseError, float], None]] = None
-                 ) -> None:
+                 on_retry: Optional[Callable[[errors.IopulseError, float], None]] = None,
+                 session: Optional[str] = None) -> None:
         self.target = parse_target(target)
+        self.session = os.environ.get(SESSION_ENV, "") if session is None else session
         self.timeout = timeout
         self.connect_deadline = connect_deadline
         self.retry = retry
@@ -330,34 +335,41 @@ class Client:
             req, timeout=self.timeout))
         return self._decode("GetSnapshot", lambda: Update.from_pb(reply))
 
-    def _mark(self, name: str, end: bool, labels: dict[str, str]) -> PhaseMark:
+    def _mark(self, name: str, end: bool, labels: dict[str, str], phase_id: int = 0) -> PhaseMark:
         req = self._request("MarkPhase", lambda: pb.MarkPhaseRequest(
-            name=name, end=end, labels={str(k): str(v) for k, v in labels.items()}))
+            name=name, end=end, labels={str(k): str(v) for k, v in labels.items()},
+            phase_id=phase_id, session=self.session))
         reply = self._with_retry("MarkPhase", lambda: self._stub.MarkPhase(
             req, timeout=self.timeout))
         return self._decode("MarkPhase", lambda: PhaseMark.from_pb(reply))
 
-    def mark_phase(self, name: str, end: bool = False, **labels: Any) -> Phase:
-        """Mark a phase's begin (end=True: its end) on the daemon's clock, now; the mark
-        arrives in the Update whose window holds it. Label values are sent as strings.
+    def mark_phase(self, name: str, end: bool = False, phase_id: int = 0,
+                   **labels: Any) -> Phase:
+        """Mark a phase's begin (end=True: its end). The daemon closes its current interval
+        at the mark, so the phase edge is an interval edge: IO started after this returns is
+        counted after the mark. An end closes the begin with id phase_id, or (0) the latest
+        open phase of this name in this client's session. Label values are sent as strings.
 
         The returned Phase is also a context manager that ends the phase on exit:
         `with client.mark_phase("fill", run="3"): ...`.
         """
-        return Phase(self, self._mark(name, end, labels))
+        return Phase(self, self._mark(name, end, labels, phase_id))
 
     def subscribe(self, interval_multiple: int = 1, devices: Iterable[str] = (),
                   threads: Iterable[str] = (), replay_seconds: int = 0,
-                  timeout: Optional[float] = None) -> Subscription:
+                  timeout: Optional[float] = None, hold_session: bool = False) -> Subscription:
         """Updates as the daemon produces them (one per interval_multiple intervals), for the
         named devices and thread-name globs (empty: all), starting with the last
         replay_seconds of history. Connecting is retried like a unary call; once the stream
         runs, its failures end the iteration with an exception. With timeout, the stream
-        ends with DeadlineExceeded that many seconds after this call."""
+        ends with DeadlineExceeded that many seconds after this call. hold_session: the
+        stream holds this client's session; when it ends (the process died, say), the daemon
+        ends the session's open phases, flagged abandoned."""
         ends_at = None if timeout is None else time.monotonic() + timeout
+        session = self.session if hold_session else ""
         req = self._request("Subscribe", lambda: pb.SubscribeRequest(
             interval_multiple=interval_multiple, devices=list(devices), threads=list(threads),
-            replay_seconds=replay_seconds))
+            replay_seconds=replay_seconds, session=session))
         self._check_open("Subscribe")
         with self._lock:
             if self._stream_channel is None:

@@ -23,6 +23,14 @@ class InvalidArgument(IopulseError):
     """The daemon rejected the request; details says which field and why."""
 
 
+class NotFound(InvalidArgument):
+    """What the request names does not exist, e.g. an end mark for a phase that is not open."""
+
+
+class ResourceExhausted(IopulseError):
+    """A limit of the daemon was reached (details names it), e.g. server.mark_rate."""
+
+
 class DeadlineExceeded(IopulseError):
     """The call did not finish within the client's timeout."""
 
@@ -34,6 +42,8 @@ class Cancelled(IopulseError):
 _BY_CODE = {
     grpc.StatusCode.UNAVAILABLE: Unavailable,
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
     grpc.StatusCode.CANCELLED: Cancelled,
 }

@@ -175,9 +175,13 @@ class PhaseMark:
     name: str
     labels: dict[str, str]
     end: bool                   # False: the phase begins; True: it ends
-    realtime_ns: int            # daemon's CLOCK_REALTIME
+    realtime_ns: int            # daemon's CLOCK_REALTIME: the interval edge the mark made
     monotonic_ns: int           # daemon's CLOCK_MONOTONIC (the clock of Update windows)
     id: int                     # rising, daemon-wide
+    begin_id: int = 0           # end marks: the begin mark they close
+    parent_id: int = 0          # begin marks: the session's innermost open phase then, or 0
+    session: str = ""
+    abandoned: bool = False     # ended by the daemon: its session's client went away
 
     @property
     def realtime_s(self) -> float:
@@ -186,12 +190,13 @@ class PhaseMark:
     @classmethod
     def from_pb(cls, msg: Any) -> "PhaseMark":
         return cls(msg.name, dict(msg.labels), msg.end, msg.realtime_ns, msg.monotonic_ns,
-                   msg.id)
+                   msg.id, msg.begin_id, msg.parent_id, msg.session, msg.abandoned)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "labels": dict(self.labels), "end": self.end,
                 "realtime_ns": self.realtime_ns, "monotonic_ns": self.monotonic_ns,
-                "id": self.id}
+                "id": self.id, "begin_id": self.begin_id, "parent_id": self.parent_id,
+                "session": self.session, "abandoned": self.abandoned}
 
 
 @dataclass
@@ -370,6 +375,7 @@ class Info:
     subscribers: int
     fanout_ns: int              # last interval: time to hand it to every stream
     fanout_streams: int
+    open_phases: list[PhaseMark] = dataclasses.field(default_factory=list)  # begin marks
 
     @property
     def interval_s(self) -> float:
@@ -382,7 +388,7 @@ class Info:
                    [DeviceInfo.from_pb(d) for d in msg.devices], dict(msg.config),
                    AgentCost.from_pb(msg.cost), msg.interval_ns, msg.ring_seconds,
                    msg.started_realtime_ns, msg.last_seq, msg.subscribers, msg.fanout_ns,
-                   msg.fanout_streams)
+                   msg.fanout_streams, [PhaseMark.from_pb(m) for m in msg.open_phases])
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -390,5 +396,6 @@ class Info:
         d["devices"] = [x.to_dict() for x in self.devices]
         d["config"] = dict(self.config)
         d["cost"] = self.cost.to_dict()
+        d["open_phases"] = [m.to_dict() for m in self.open_phases]
         d["interval_s"] = self.interval_s
         return d

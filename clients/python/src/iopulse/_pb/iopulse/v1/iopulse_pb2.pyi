@@ -126,7 +126,7 @@ class HistogramLayout(_message.Message):
     def __init__(self, precision: _Optional[int] = ..., range_bits: _Optional[int] = ..., buckets: _Optional[int] = ..., max_relative_error: _Optional[float] = ...) -> None: ...
 
 class Info(_message.Message):
-    __slots__ = ["attach_mode", "btf", "config", "cost", "devices", "fanout_ns", "fanout_streams", "histogram", "interval_ns", "kernel", "last_seq", "ring_seconds", "started_realtime_ns", "subscribers", "version"]
+    __slots__ = ["attach_mode", "btf", "config", "cost", "devices", "fanout_ns", "fanout_streams", "histogram", "interval_ns", "kernel", "last_seq", "open_phases", "ring_seconds", "started_realtime_ns", "subscribers", "version"]
     class ConfigEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,7 @@ class Info(_message.Message):
     INTERVAL_NS_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    OPEN_PHASES_FIELD_NUMBER: _ClassVar[int]
     RING_SECONDS_FIELD_NUMBER: _ClassVar[int]
     STARTED_REALTIME_NS_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBERS_FIELD_NUMBER: _ClassVar[int]
@@ -160,18 +161,19 @@ class Info(_message.Message):
     interval_ns: int
     kernel: str
     last_seq: int
+    open_phases: _containers.RepeatedCompositeFieldContainer[PhaseMark]
     ring_seconds: int
     started_realtime_ns: int
     subscribers: int
     version: str
-    def __init__(self, version: _Optional[str] = ..., kernel: _Optional[str] = ..., attach_mode: _Optional[str] = ..., btf: bool = ..., histogram: _Optional[_Union[HistogramLayout, _Mapping]] = ..., devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., cost: _Optional[_Union[AgentCost, _Mapping]] = ..., interval_ns: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., started_realtime_ns: _Optional[int] = ..., last_seq: _Optional[int] = ..., subscribers: _Optional[int] = ..., fanout_ns: _Optional[int] = ..., fanout_streams: _Optional[int] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., kernel: _Optional[str] = ..., attach_mode: _Optional[str] = ..., btf: bool = ..., histogram: _Optional[_Union[HistogramLayout, _Mapping]] = ..., devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., cost: _Optional[_Union[AgentCost, _Mapping]] = ..., interval_ns: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., started_realtime_ns: _Optional[int] = ..., last_seq: _Optional[int] = ..., subscribers: _Optional[int] = ..., fanout_ns: _Optional[int] = ..., fanout_streams: _Optional[int] = ..., open_phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ...) -> None: ...
 
 class InfoRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class MarkPhaseRequest(_message.Message):
-    __slots__ = ["end", "labels", "name"]
+    __slots__ = ["end", "labels", "name", "phase_id", "session"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -182,10 +184,14 @@ class MarkPhaseRequest(_message.Message):
     END_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PHASE_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     end: bool
     labels: _containers.ScalarMap[str, str]
     name: str
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ...) -> None: ...
+    phase_id: int
+    session: str
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ..., phase_id: _Optional[int] = ..., session: _Optional[str] = ...) -> None: ...
 
 class OpStats(_message.Message):
     __slots__ = ["bytes", "completion_unseen", "errors", "ios", "no_queue_ts", "queue_wait_ns", "service_ns", "size_bytes", "total_ns", "untimed"]
@@ -212,7 +218,7 @@ class OpStats(_message.Message):
     def __init__(self, ios: _Optional[int] = ..., bytes: _Optional[int] = ..., errors: _Optional[int] = ..., untimed: _Optional[int] = ..., no_queue_ts: _Optional[int] = ..., completion_unseen: _Optional[int] = ..., queue_wait_ns: _Optional[_Union[Histogram, _Mapping]] = ..., service_ns: _Optional[_Union[Histogram, _Mapping]] = ..., total_ns: _Optional[_Union[Histogram, _Mapping]] = ..., size_bytes: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
 
 class PhaseMark(_message.Message):
-    __slots__ = ["end", "id", "labels", "monotonic_ns", "name", "realtime_ns"]
+    __slots__ = ["abandoned", "begin_id", "end", "id", "labels", "monotonic_ns", "name", "parent_id", "realtime_ns", "session"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -220,19 +226,27 @@ class PhaseMark(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ABANDONED_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_ID_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     MONOTONIC_NS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     REALTIME_NS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    abandoned: bool
+    begin_id: int
     end: bool
     id: int
     labels: _containers.ScalarMap[str, str]
     monotonic_ns: int
     name: str
+    parent_id: int
     realtime_ns: int
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ..., realtime_ns: _Optional[int] = ..., monotonic_ns: _Optional[int] = ..., id: _Optional[int] = ...) -> None: ...
+    session: str
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ..., realtime_ns: _Optional[int] = ..., monotonic_ns: _Optional[int] = ..., id: _Optional[int] = ..., begin_id: _Optional[int] = ..., parent_id: _Optional[int] = ..., session: _Optional[str] = ..., abandoned: bool = ...) -> None: ...
 
 class SnapshotRequest(_message.Message):
     __slots__ = ["devices", "threads"]
@@ -243,16 +257,18 @@ class SnapshotRequest(_message.Message):
     def __init__(self, devices: _Optional[_Iterable[str]] = ..., threads: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ["devices", "interval_multiple", "replay_seconds", "threads"]
+    __slots__ = ["devices", "interval_multiple", "replay_seconds", "session", "threads"]
     DEVICES_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_MULTIPLE_FIELD_NUMBER: _ClassVar[int]
     REPLAY_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     THREADS_FIELD_NUMBER: _ClassVar[int]
     devices: _containers.RepeatedScalarFieldContainer[str]
     interval_multiple: int
     replay_seconds: int
+    session: str
     threads: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, interval_multiple: _Optional[int] = ..., devices: _Optional[_Iterable[str]] = ..., threads: _Optional[_Iterable[str]] = ..., replay_seconds: _Optional[int] = ...) -> None: ...
+    def __init__(self, interval_multiple: _Optional[int] = ..., devices: _Optional[_Iterable[str]] = ..., threads: _Optional[_Iterable[str]] = ..., replay_seconds: _Optional[int] = ..., session: _Optional[str] = ...) -> None: ...
 
 class ThreadSync(_message.Message):
     __slots__ = ["comm", "dev_major", "dev_minor", "device", "fdatasync", "flush_bios", "fsync", "latency_ns", "latency_sum_ns", "osd_id", "pid", "process", "sync_file_range", "tid"]

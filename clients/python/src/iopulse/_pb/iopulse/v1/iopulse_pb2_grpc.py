@@ -63,7 +63,11 @@ class TelemetryServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def MarkPhase(self, request, context):
-        """Timestamped by the daemon's clock; delivered in the Update whose window holds it.
+        """Closes the daemon's current interval at the mark and starts a new one, so a phase edge
+        is an interval edge: the reply comes once the edge is taken, IO started after the reply
+        is counted after the mark. The mark travels in the Update it closes; its time equals
+        that Update's end. RESOURCE_EXHAUSTED above server.mark_rate marks per second;
+        NOT_FOUND for an end mark whose phase is not open.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,164 @@
+"""Phase marks on the real daemon: a mark is an interval edge, so per-phase counts are exact;
+ends name their begins, phases nest, a dead client's phases are ended and flagged, the mark
+rate is capped."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grpc_testlib import Collector, ios, iopulse
+from iopulse_testlib import REPO, run_fio, wait_idle
+
+CLIENT_SRC = os.path.dirname(os.path.dirname(iopulse.__file__))
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def phase_updates(updates, begin: "iopulse.PhaseMark", end: "iopulse.PhaseMark"):
+    """The Updates inside a phase: after the begin's edge, up to the end's."""
+    return [u for u in updates
+            if u.start_monotonic_ns >= begin.monotonic_ns and u.end_monotonic_ns <= end.monotonic_ns]
+
+
+def test_marks_are_interval_edges_and_phase_counts_exact(loopdev, daemon):
+    """10 s intervals, phases of a fraction of that: each phase's writes equal what fio did
+    in it, to the IO, although no regular interval edge falls near the marks."""
+    lo = loopdev("256M")
+    d = daemon("-i", "10s", "--devices", lo.name)
+    target = f"unix:{d.socket}"
+    col = Collector(target)
+    col.start()
+    col.started_ev.wait(10)
+    wait_idle(lo.name)
+    plan = [("seq", "write", 300), ("rand", "randwrite", 700), ("tail", "randwrite", 50)]
+    marks = []
+    with iopulse.Client(target) as c:
+        outer = c.mark_phase("run", host="test")
+        for name, rw, n in plan:
+            with c.mark_phase(name, rw=rw) as ph:
+                res = run_fio(name=f"iop-{name}", filename=lo.path, rw=rw, bs="4k",
+                              ioengine="psync", direct=1, size="64M", number_ios=n,
+                              randrepeat=0)
+                assert res["jobs"][0]["write"]["total_ios"] == n
+            marks.append((name, n, ph.mark, ph.end_mark))
+        outer.finish()
+        info = c.info()
+        assert info.open_phases == []
+    wait_for(lambda: any(m.id == outer.end_mark.id for u in col.updates for m in u.phases),
+             15, "the Update carrying the last mark")
+    col.stop()
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+    by_id = {m.id: (m, u) for u in col.updates for m in u.phases}
+    for name, n, begin, end in marks:
+        got = sum(ios(u, lo.name, "write") for u in phase_updates(col.updates, begin, end))
+        print(f"phase {name}: iopulse writes {got}, fio {n}")
+        assert got == n, f"phase {name}: {got} writes counted inside it, fio did {n}"
+        assert end.begin_id == begin.id and not end.abandoned
+        assert begin.parent_id == outer.mark.id, "phases inside 'run' nest in it"
+        for m in (begin, end):
+            mm, u = by_id[m.id]
+            assert mm.monotonic_ns == u.end_monotonic_ns == m.monotonic_ns, \
+                "a mark sits on the end of the Update it closed"
+    # the marks made intervals far shorter than 10 s, and windows say so
+    lengths = [u.end_monotonic_ns - u.start_monotonic_ns for u in col.updates]
+    assert min(lengths) < 5e9, lengths
+    total = sum(ios(u, lo.name, "write") for u in col.updates)
+    assert total == sum(n for _, _, n in plan)
+
+
+def test_a_dead_clients_phases_end_abandoned(daemon):
+    """A process holding its session in a Subscribe begins two nested phases and is killed
+    with SIGKILL: the daemon ends both, innermost first, flagged abandoned."""
+    d = daemon("-i", "1s")
+    target = f"unix:{d.socket}"
+    col = Collector(target)
+    col.start()
+    col.started_ev.wait(10)
+    script = (
+        "import sys, time, iopulse\n"
+        "c = iopulse.Client(sys.argv[1], session='doomed')\n"
+        "sub = c.subscribe(hold_session=True)\n"
+        "c.mark_phase('outer')\n"
+        "c.mark_phase('inner')\n"
+        "print('marked', flush=True)\n"
+        "for u in sub: pass\n")
+    env = dict(os.environ, PYTHONPATH=CLIENT_SRC)
+    p = subprocess.Popen([sys.executable, "-c", script, target], stdout=subprocess.PIPE,
+                         env=env, text=True)
+    try:
+        assert p.stdout.readline().strip() == "marked"
+        with iopulse.Client(target) as c:
+            opened = c.info().open_phases
+            assert [(m.name, m.session) for m in opened] == [("outer", "doomed"),
+                                                             ("inner", "doomed")]
+            p.kill()
+            p.wait(10)
+            wait_for(lambda: not c.info().open_phases, 10, "the daemon to end the phases")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
+    wait_for(lambda: sum(m.abandoned for u in col.updates for m in u.phases) == 2, 10,
+             "the abandoned ends in an Update")
+    col.stop()
+    ends = [m for u in col.updates for m in u.phases if m.end]
+    assert [(m.name, m.abandoned, m.begin_id) for m in ends] == \
+        [("inner", True, opened[1].id), ("outer", True, opened[0].id)]
+    assert opened[1].parent_id == opened[0].id
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+def test_open_phase_is_ended_when_the_daemon_stops(daemon):
+    d = daemon("-i", "1s")
+    target = f"unix:{d.socket}"
+    col = Collector(target)
+    col.start()
+    col.started_ev.wait(10)
+    with iopulse.Client(target) as c:
+        begin = c.mark_phase("left-open").mark
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+    col.join(10)
+    ends = [m for u in col.updates for m in u.phases if m.end]
+    assert [(m.name, m.begin_id, m.abandoned) for m in ends] == [("left-open", begin.id, True)]
+
+
+def test_bad_ends_and_the_mark_rate(daemon, tmp_path):
+    cfg = tmp_path / "rate.yaml"
+    cfg.write_text((REPO / "etc" / "iopulse.yaml").read_text().replace(
+        "mark_rate: 20", "mark_rate: 2"))
+    assert "mark_rate: 2\n" in cfg.read_text()
+    d = daemon("-i", "1s", config=str(cfg))
+    target = f"unix:{d.socket}"
+    env = dict(os.environ, PYTHONPATH=CLIENT_SRC)
+    with iopulse.Client(target) as c:
+        with pytest.raises(iopulse.NotFound, match="no phase named 'nope' is open"):
+            c.mark_phase("nope", end=True)
+        cli = subprocess.run([sys.executable, "-m", "iopulse", "--target", target, "mark",
+                              "nope", "--end"], env=env, capture_output=True, text=True,
+                             timeout=30)
+        assert cli.returncode == 2, cli
+        assert "no phase named 'nope' is open" in cli.stderr
+        time.sleep(1.5)                         # the bucket refills to its burst of 4
+        made, refused = 0, None
+        for i in range(12):
+            try:
+                c.mark_phase(f"m{i}")
+                made += 1
+            except iopulse.ResourceExhausted as e:
+                refused = e
+        assert 4 <= made <= 6, made             # burst 4, plus what refills meanwhile
+        assert refused is not None and "server.mark_rate" in str(refused)
+        assert c.info().config["server.mark_rate"] == "2"
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
