@@ -172,6 +172,7 @@ struct hub_msg *info_build(const struct info_src *s)
 	uname(&u);
 	info->version = strdup(IOPULSE_VERSION);
 	info->kernel = strdup(u.release);
+	info->hostname = strdup(u.nodename);
 	info->attach_mode = strdup(s->attach_mode ? s->attach_mode : "");
 	info->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 	info->interval_ns = s->config->interval_ms * 1000000ull;
@@ -183,7 +184,7 @@ struct hub_msg *info_build(const struct info_src *s)
 	info->fanout_streams = s->fanout_streams;
 	info->histogram = malloc(sizeof(*info->histogram));
 	info->cost = malloc(sizeof(*info->cost));
-	if (!info->version || !info->kernel || !info->attach_mode || !info->histogram ||
+	if (!info->version || !info->kernel || !info->hostname || !info->attach_mode || !info->histogram ||
 	    !info->cost)
 		goto out;
 	iopulse__v1__histogram_layout__init(info->histogram);

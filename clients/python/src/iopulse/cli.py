@@ -238,8 +238,8 @@ def cmd_info(c: Client, args: argparse.Namespace) -> int:
         _print_json(i.to_dict(), indent=2)
         return EXIT_OK
     started = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(i.started_realtime_ns / 1e9))
-    print(f"iopulsed {i.version} at {c.target}, kernel {i.kernel}, attach mode "
-          f"{i.attach_mode}, BTF {'yes' if i.btf else 'no'}, started {started}")
+    print(f"iopulsed {i.version} on {i.hostname or '?'} at {c.target}, kernel {i.kernel}, "
+          f"attach mode {i.attach_mode}, BTF {'yes' if i.btf else 'no'}, started {started}")
     print(f"interval {i.interval_s:g}s, last interval #{i.last_seq}, replay ring "
           f"{i.ring_seconds}s, {i.subscribers} subscriber(s); last fan-out "
           f"{i.fanout_ns / 1e6:.2f}ms to {i.fanout_streams} stream(s)")

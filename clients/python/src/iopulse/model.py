@@ -376,6 +376,7 @@ class Info:
     fanout_ns: int              # last interval: time to hand it to every stream
     fanout_streams: int
     open_phases: list[PhaseMark] = dataclasses.field(default_factory=list)  # begin marks
+    hostname: str = ""
 
     @property
     def interval_s(self) -> float:
@@ -388,7 +389,8 @@ class Info:
                    [DeviceInfo.from_pb(d) for d in msg.devices], dict(msg.config),
                    AgentCost.from_pb(msg.cost), msg.interval_ns, msg.ring_seconds,
                    msg.started_realtime_ns, msg.last_seq, msg.subscribers, msg.fanout_ns,
-                   msg.fanout_streams, [PhaseMark.from_pb(m) for m in msg.open_phases])
+                   msg.fanout_streams, [PhaseMark.from_pb(m) for m in msg.open_phases],
+                   msg.hostname)
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -126,7 +126,7 @@ class HistogramLayout(_message.Message):
     def __init__(self, precision: _Optional[int] = ..., range_bits: _Optional[int] = ..., buckets: _Optional[int] = ..., max_relative_error: _Optional[float] = ...) -> None: ...
 
 class Info(_message.Message):
-    __slots__ = ["attach_mode", "btf", "config", "cost", "devices", "fanout_ns", "fanout_streams", "histogram", "interval_ns", "kernel", "last_seq", "open_phases", "ring_seconds", "started_realtime_ns", "subscribers", "version"]
+    __slots__ = ["attach_mode", "btf", "config", "cost", "devices", "fanout_ns", "fanout_streams", "histogram", "hostname", "interval_ns", "kernel", "last_seq", "open_phases", "ring_seconds", "started_realtime_ns", "subscribers", "version"]
     class ConfigEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -142,6 +142,7 @@ class Info(_message.Message):
     FANOUT_NS_FIELD_NUMBER: _ClassVar[int]
     FANOUT_STREAMS_FIELD_NUMBER: _ClassVar[int]
     HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_NS_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -158,6 +159,7 @@ class Info(_message.Message):
     fanout_ns: int
     fanout_streams: int
     histogram: HistogramLayout
+    hostname: str
     interval_ns: int
     kernel: str
     last_seq: int
@@ -166,7 +168,7 @@ class Info(_message.Message):
     started_realtime_ns: int
     subscribers: int
     version: str
-    def __init__(self, version: _Optional[str] = ..., kernel: _Optional[str] = ..., attach_mode: _Optional[str] = ..., btf: bool = ..., histogram: _Optional[_Union[HistogramLayout, _Mapping]] = ..., devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., cost: _Optional[_Union[AgentCost, _Mapping]] = ..., interval_ns: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., started_realtime_ns: _Optional[int] = ..., last_seq: _Optional[int] = ..., subscribers: _Optional[int] = ..., fanout_ns: _Optional[int] = ..., fanout_streams: _Optional[int] = ..., open_phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., kernel: _Optional[str] = ..., attach_mode: _Optional[str] = ..., btf: bool = ..., histogram: _Optional[_Union[HistogramLayout, _Mapping]] = ..., devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., cost: _Optional[_Union[AgentCost, _Mapping]] = ..., interval_ns: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., started_realtime_ns: _Optional[int] = ..., last_seq: _Optional[int] = ..., subscribers: _Optional[int] = ..., fanout_ns: _Optional[int] = ..., fanout_streams: _Optional[int] = ..., open_phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ..., hostname: _Optional[str] = ...) -> None: ...
 
 class InfoRequest(_message.Message):
     __slots__ = []
