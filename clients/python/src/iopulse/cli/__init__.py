@@ -1,0 +1,120 @@
+"""The iopulse command: one module per command (info, snapshot, top, watch, mark, ...).
+
+Exit status: 0 ok (also when the reader of our output goes away), 1 the daemon failed or
+cannot be reached, 2 usage error (including a request the daemon rejected as invalid, e.g. an
+unknown device name), 130 interrupted (Ctrl-C).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from types import ModuleType
+from typing import Optional
+
+from .. import __version__
+from ..client import DEFAULT_TARGET, BadTarget, Client, parse_target
+from ..errors import InvalidArgument, IopulseError
+from . import info, mark, snapshot, top, watch
+from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, seconds,
+                     target)
+
+COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
+                                   for m in (info, snapshot, top, watch, mark)}
+
+EXAMPLES = """examples:
+  iopulse top                                  live per-device table from the local daemon
+  iopulse top --sort qwait --target 10.0.0.5:7073
+  iopulse watch --count 60 > run.jsonl         one JSON line per Update, 60 of them
+  iopulse mark fill --label run=3              mark a benchmark phase (then: mark fill --end)
+  iopulse snapshot --json --device sda         everything since the daemon started
+  iopulse info                                 version, kernel, devices, config in effect
+
+The daemon is at --target, else $IOPULSE_TARGET, else %s.
+Options before the command (--target, --timeout, --connect-timeout) may also follow it.
+Exit status: 0 ok, 1 the daemon failed or cannot be reached, 2 usage error, 130 Ctrl-C.""" % DEFAULT_TARGET
+
+
+GLOBAL_DEFAULTS = {"target": None, "connect_timeout": 10.0, "timeout": 10.0}
+
+
+def _global_options() -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name. Their defaults are
+    SUPPRESS here (a command's parser would otherwise overwrite what was given before the
+    command) and filled in by parse_args()."""
+    g = argparse.ArgumentParser(add_help=False)
+    o = g.add_argument_group("connection (before or after the command)")
+    o.add_argument("--target", type=target, default=argparse.SUPPRESS,
+                   help="daemon address: unix:/PATH, unix:///PATH, /PATH or HOST:PORT "
+                        f"(default: ${ENV_TARGET}, else {DEFAULT_TARGET})")
+    o.add_argument("--connect-timeout", type=seconds, default=argparse.SUPPRESS, metavar="S",
+                   help="keep retrying a daemon that is starting or restarting this long "
+                        "(default 10); a missing or forbidden socket fails at once")
+    o.add_argument("--timeout", type=seconds, default=argparse.SUPPRESS, metavar="S",
+                   help="time limit of each info, snapshot or mark call (default 10, 0: none)")
+    return g
+
+
+def parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    common = _global_options()
+    p = argparse.ArgumentParser(prog="iopulse", formatter_class=fmt, epilog=EXAMPLES,
+                                description="Per-device block IO telemetry from iopulsed.",
+                                parents=[common])
+    p.add_argument("--version", action="version", version=f"iopulse {__version__}")
+    sp = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    for name, mod in COMMANDS.items():
+        s = sp.add_parser(name, help=mod.HELP, description=mod.HELP[0].upper() + mod.HELP[1:]
+                          + ".", epilog=mod.EXAMPLES, formatter_class=fmt, parents=[common])
+        mod.add_arguments(s)
+    return p
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    """Parse argv; options left out take their defaults, --target from $IOPULSE_TARGET (a bad
+    value there is a usage error naming the variable)."""
+    p = parser()
+    args = p.parse_args(argv)
+    for k, v in GLOBAL_DEFAULTS.items():
+        if not hasattr(args, k):
+            setattr(args, k, v)
+    if args.cmd == "mark" and not args.name and not (args.end and args.id):
+        p.error("mark: give the phase's NAME (or --end --id ID)")
+    if args.cmd == "mark" and args.id and not args.end:
+        p.error("mark: --id names the begin that an --end closes; a begin gets its id from "
+                "the daemon")
+    if args.target is None:
+        env = os.environ.get(ENV_TARGET)
+        if env:
+            try:
+                args.target = parse_target(env)
+            except BadTarget as e:
+                p.error(f"environment variable {ENV_TARGET}={env!r} is not a daemon address: "
+                        f"{e.reason}")
+        else:
+            args.target = DEFAULT_TARGET
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Run the iopulse command with argv (default sys.argv[1:]); returns the exit status."""
+    args = parse_args(argv)
+    try:
+        with Client(args.target, timeout=args.timeout or None,
+                    connect_deadline=args.connect_timeout) as c:
+            return COMMANDS[args.cmd].run(c, args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (iopulse watch --json | head): stop quietly, and keep Python
+        # from complaining about the unflushable stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_OK
+    except InvalidArgument as e:
+        print(f"iopulse: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except IopulseError as e:
+        print(f"iopulse: {e}", file=sys.stderr)
+        return EXIT_SERVER

@@ -1,0 +1,68 @@
+"""iopulse top: a live per-device table and the busiest sync threads."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..client import Client
+from ..errors import IopulseError
+from ..render import SORT_KEYS, render
+from .common import EXIT_OK, console, int_at_least
+
+HELP = 'live per-device table and the busiest sync threads'
+EXAMPLES = """examples:
+  iopulse top                       refresh every interval, busiest devices first
+  iopulse top --device 'sd*' --sort svc
+  iopulse top --interval-multiple 10 --threads 20
+  iopulse top --once                print one table and exit
+
+IOPS and MB/s count reads, writes and discards; the queue wait and service columns merge
+reads and writes; flush/s is flush requests sent to the device, flush p99 the latency of
+requests carrying REQ_PREFLUSH (fsync barriers). Rates are per second of each Update's
+window. Ctrl-C leaves; without a terminal one table is printed per Update."""
+CONNECTS = True
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--interval-multiple", type=int_at_least(1), default=1, metavar="N",
+                   help="one refresh per N daemon intervals (default 1)")
+    s.add_argument("--sort", choices=SORT_KEYS, default="iops",
+                   help="row order (default iops; qwait and svc sort by p99)")
+    s.add_argument("--device", action="extend", nargs="+", default=[], metavar="GLOB",
+                   help="only devices whose name matches (fnmatch)")
+    s.add_argument("--threads", type=int_at_least(0), default=10, metavar="N",
+                   help="sync threads shown (default 10, 0: none)")
+    s.add_argument("--once", action="store_true", help="print one table and exit")
+
+
+def run(c: Client, args: argparse.Namespace) -> int:
+    from rich.live import Live
+    from rich.text import Text
+
+    con = console()
+    what = f"iopulse top {c.target}"
+
+    def table(u: Any) -> Any:
+        return render(u, what, args.device, args.sort, args.threads)
+
+    if args.once or not con.is_terminal:
+        with c.subscribe(interval_multiple=args.interval_multiple) as sub:
+            for u in sub:
+                con.print(table(u))
+                if args.once:
+                    break
+        return EXIT_OK
+    with Live(console=con, auto_refresh=False, screen=False) as live:
+        live.update(Text(f"{what}: connecting to {c.target} ..."), refresh=True)
+
+        def retrying(e: IopulseError, left: float) -> None:
+            live.update(Text(f"{what}: connecting to {c.target} ...\n  {e}\n  retrying for "
+                             f"{left:.0f} s more"), refresh=True)
+
+        c.on_retry = retrying
+        with c.subscribe(interval_multiple=args.interval_multiple) as sub:
+            live.update(Text(f"{what}: connected, waiting for the first Update ..."),
+                        refresh=True)
+            for u in sub:
+                live.update(table(u), refresh=True)
+    return EXIT_OK
