@@ -145,26 +145,28 @@ class Phase:
 
 
 class Subscription:
-    """An iterator of Updates from one Subscribe stream.
+    """An iterator of Updates from one Subscribe stream (of the packed Update messages as
+    they came over the wire, bytes, for Client.subscribe_raw).
 
     cancel() (from any thread), leaving a with block, closing the Client or dropping the last
     reference ends the stream; iteration then stops without an error. Stream failures raise
     iopulse exceptions (Unavailable when the daemon shuts down).
     """
 
-    def __init__(self, client: "Client", call: Any) -> None:
+    def __init__(self, client: "Client", call: Any, raw: bool = False) -> None:
         self._client = client   # keeps the channel alive for `for u in Client().subscribe()`
         self._call = call
+        self._raw = raw
         self._cancelled = False
 
     @property
     def cancelled(self) -> bool:
         return self._cancelled
 
-    def __iter__(self) -> Iterator[Update]:
+    def __iter__(self) -> Iterator[Any]:
         return self
 
-    def __next__(self) -> Update:
+    def __next__(self) -> Any:
         if self._cancelled:
             raise StopIteration
         try:
@@ -173,6 +175,8 @@ class Subscription:
             if self._cancelled:
                 raise StopIteration from None
             raise errors.from_rpc_error(e, self._client.target, "Subscribe") from None
+        if self._raw:
+            return msg
         try:
             return Update.from_pb(msg)
         except Exception as e:  # noqa: BLE001 - any decoding failure is a malformed reply
@@ -197,9 +201,9 @@ class Subscription:
             pass
 
 
+SESSION_ENV = "IOPULSE_SESSION"
 # How gRPC core words a host name that does not resolve (c-ares up to ~1.60, the event
 # engine resolver after): permanent, not worth retrying.
-SESSION_ENV = "IOPULSE_SESSION"
 _NAME_NOT_FOUND = ("DNS resolution failed", "Domain name not found", "errors resolving")
 
 
@@ -365,6 +369,28 @@ class Client:
         ends with DeadlineExceeded that many seconds after this call. hold_session: the
         stream holds this client's session; when it ends (the process died, say), the daemon
         ends the session's open phases, flagged abandoned."""
+        return self._subscribe(False, interval_multiple, devices, threads, replay_seconds,
+                               timeout, hold_session)
+
+    def subscribe_raw(self, interval_multiple: int = 1, devices: Iterable[str] = (),
+                      threads: Iterable[str] = (), replay_seconds: int = 0,
+                      timeout: Optional[float] = None,
+                      hold_session: bool = False) -> Subscription:
+        """Like subscribe(), but yields each Update as the packed bytes that came over the
+        wire, undecoded (what `iopulse record` stores)."""
+        return self._subscribe(True, interval_multiple, devices, threads, replay_seconds,
+                               timeout, hold_session)
+
+    def info_raw(self) -> bytes:
+        """GetInfo's reply as packed bytes (decode with Info.from_pb(pb.Info.FromString(b)))."""
+        call = self._channel.unary_unary("/iopulse.v1.Telemetry/GetInfo",
+                                         request_serializer=pb.InfoRequest.SerializeToString,
+                                         response_deserializer=None)
+        return self._with_retry("GetInfo", lambda: call(pb.InfoRequest(), timeout=self.timeout))
+
+    def _subscribe(self, raw: bool, interval_multiple: int, devices: Iterable[str],
+                   threads: Iterable[str], replay_seconds: int, timeout: Optional[float],
+                   hold_session: bool) -> Subscription:
         ends_at = None if timeout is None else time.monotonic() + timeout
         session = self.session if hold_session else ""
         req = self._request("Subscribe", lambda: pb.SubscribeRequest(
@@ -375,11 +401,14 @@ class Client:
             if self._stream_channel is None:
                 self._stream_channel = grpc.insecure_channel(
                     self.target, options=RECONNECT_OPTIONS + STREAM_OPTIONS)
-            stub = pb_grpc.TelemetryStub(self._stream_channel)
+            method = self._stream_channel.unary_stream(
+                "/iopulse.v1.Telemetry/Subscribe",
+                request_serializer=pb.SubscribeRequest.SerializeToString,
+                response_deserializer=None if raw else pb.Update.FromString)
 
         def start() -> Any:
             left = None if ends_at is None else max(0.0, ends_at - time.monotonic())
-            call = stub.Subscribe(req, timeout=left)
+            call = method(req, timeout=left)
             # The daemon answers with headers at once; a refused connection or a rejected
             # request shows here, before the first Update.
             call.initial_metadata()
@@ -387,7 +416,7 @@ class Client:
                 raise call
             return call
 
-        sub = Subscription(self, self._with_retry("Subscribe", start))
+        sub = Subscription(self, self._with_retry("Subscribe", start), raw)
         with self._lock:
             self._subs.add(sub)
             closed = self._closed

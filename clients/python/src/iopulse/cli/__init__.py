@@ -15,12 +15,15 @@ from typing import Optional
 from .. import __version__
 from ..client import DEFAULT_TARGET, BadTarget, Client, parse_target
 from ..errors import InvalidArgument, IopulseError
-from . import info, mark, snapshot, top, watch
+from ..phases.fio import FioJobFileError
+from ..record.reader import RunFileError
+from . import info, mark, record, snapshot, top, watch
 from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, seconds,
                      target)
 
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
-                                   for m in (info, snapshot, top, watch, mark)}
+                                   for m in (info, snapshot, top, watch, mark, record)}
+MULTI_TARGET = {"record"}     # commands that take --target more than once
 
 EXAMPLES = """examples:
   iopulse top                                  live per-device table from the local daemon
@@ -44,9 +47,10 @@ def _global_options() -> argparse.ArgumentParser:
     command) and filled in by parse_args()."""
     g = argparse.ArgumentParser(add_help=False)
     o = g.add_argument_group("connection (before or after the command)")
-    o.add_argument("--target", type=target, default=argparse.SUPPRESS,
+    o.add_argument("--target", type=target, action="append", default=argparse.SUPPRESS,
                    help="daemon address: unix:/PATH, unix:///PATH, /PATH or HOST:PORT "
-                        f"(default: ${ENV_TARGET}, else {DEFAULT_TARGET})")
+                        f"(default: ${ENV_TARGET}, else {DEFAULT_TARGET}); record takes "
+                        "several (and a comma-separated list in the variable)")
     o.add_argument("--connect-timeout", type=seconds, default=argparse.SUPPRESS, metavar="S",
                    help="keep retrying a daemon that is starting or restarting this long "
                         "(default 10); a missing or forbidden socket fails at once")
@@ -83,26 +87,35 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     if args.cmd == "mark" and args.id and not args.end:
         p.error("mark: --id names the begin that an --end closes; a begin gets its id from "
                 "the daemon")
-    if args.target is None:
+    targets = args.target
+    if targets is None:
         env = os.environ.get(ENV_TARGET)
+        targets = [DEFAULT_TARGET]
         if env:
             try:
-                args.target = parse_target(env)
+                targets = [parse_target(t) for t in env.split(",") if t.strip()]
             except BadTarget as e:
                 p.error(f"environment variable {ENV_TARGET}={env!r} is not a daemon address: "
                         f"{e.reason}")
-        else:
-            args.target = DEFAULT_TARGET
+    if len(targets) > 1 and args.cmd not in MULTI_TARGET:
+        p.error(f"{args.cmd} takes one --target (several: {', '.join(sorted(MULTI_TARGET))})")
+    if len(set(targets)) != len(targets):
+        p.error("the same --target is given twice")
+    args.targets = targets
+    args.target = targets[0]
     return args
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the iopulse command with argv (default sys.argv[1:]); returns the exit status."""
     args = parse_args(argv)
+    mod = COMMANDS[args.cmd]
     try:
+        if not mod.CONNECTS:
+            return int(mod.run(args))
         with Client(args.target, timeout=args.timeout or None,
                     connect_deadline=args.connect_timeout) as c:
-            return COMMANDS[args.cmd].run(c, args)
+            return int(mod.run(c, args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -115,6 +128,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     except InvalidArgument as e:
         print(f"iopulse: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except FileExistsError as e:
+        print(f"iopulse: {e.filename}: exists (--force overwrites it)", file=sys.stderr)
+        return EXIT_USAGE
+    except (RunFileError, FioJobFileError) as e:
+        print(f"iopulse: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        print(f"iopulse: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_SERVER
     except IopulseError as e:
         print(f"iopulse: {e}", file=sys.stderr)
         return EXIT_SERVER

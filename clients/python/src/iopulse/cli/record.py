@@ -1,0 +1,226 @@
+"""iopulse record: record every Update of one or more daemons into a run file while a
+command runs (or for a duration), with the command's phases marked."""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Optional
+
+from ..record.broker import Broker
+from ..record.recorder import Recorder, hook_script_path
+from .common import EXIT_OK, EXIT_USAGE, label
+
+HELP = "record a run: every Update of every target while a command runs, with its phases"
+EXAMPLES = """examples:
+  iopulse record -o run1.iopulse -- fio jobs.fio
+  iopulse record -o run1.iopulse --target osd1:7073 --target osd2:7073 -- rados bench -p rbd 60 write
+  iopulse record -o idle.iopulse --duration 10m
+  iopulse record -o run2.iopulse --replay 60 --label config=B -- ./bench.sh
+
+The command's lifetime is a phase (named after the command). fio's jobs become phases of
+their own, marked by hooks fio runs right before each job's first IO and after its last
+(labels rw, bs, iodepth, numjobs, ioengine); a stonewall group of several jobs gets a phase
+around them. Commands run under the recording see $IOPULSE_SESSION, $IOPULSE_RECORD (the hook
+socket) and $IOPULSE_TARGET. Ctrl-C is passed on to the command; iopulse record exits with
+the command's exit status. Then: iopulse report RUN."""
+CONNECTS = False
+
+DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+def duration(s: str) -> float:
+    t = s.strip()
+    for unit in ("ms", "s", "m", "h"):
+        if t.endswith(unit):
+            try:
+                v = float(t[:-len(unit)]) * DURATION_UNITS[unit]
+            except ValueError:
+                break
+            if v > 0:
+                return v
+            break
+    else:
+        try:
+            v = float(t)
+            if v > 0:
+                return v
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"{s!r} is not a duration such as 90s, 10m or 1h")
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("-o", "--output", required=True, metavar="RUN",
+                   help="the run file to write (refused if it exists, unless --force)")
+    s.add_argument("--force", action="store_true", help="overwrite RUN if it exists")
+    s.add_argument("--duration", type=duration, default=None, metavar="D",
+                   help="stop after D (e.g. 90s, 10m); without a command: record until then "
+                        "(or Ctrl-C)")
+    s.add_argument("--replay", type=int, default=0, metavar="S",
+                   help="also record the last S seconds each daemon kept from before the start")
+    s.add_argument("--name", default=None,
+                   help="name of the phase around the whole recording (default: the "
+                        "command's name, or 'record')")
+    s.add_argument("--label", action="append", type=label, default=[], metavar="KEY=VALUE",
+                   help="a label of that phase, e.g. config=B (repeatable)")
+    s.add_argument("--no-detect", action="store_true",
+                   help="do not add phases for the command's own steps (fio jobs)")
+    s.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
+                   help="the command to run and record")
+
+
+class _Child:
+    """The recorded command: started in our process group (a terminal's Ctrl-C reaches it
+    directly); a SIGINT or SIGTERM sent to iopulse record alone is passed on."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(argv, env=env)
+        self.interrupted = False
+        self._old: dict[int, Any] = {}
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            self._old[sig] = signal.signal(sig, self._forward)
+
+    def _from_terminal(self) -> bool:
+        try:
+            return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+        except OSError:
+            return False
+
+    def _forward(self, sig: int, _frame: Any) -> None:
+        self.interrupted = True
+        if sig == signal.SIGINT and self._from_terminal():
+            return              # the terminal sent it to the command as well
+        try:
+            self.proc.send_signal(sig)
+        except OSError:
+            pass
+
+    def wait(self, timeout: Optional[float]) -> Optional[int]:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def restore(self) -> None:
+        for sig, h in self._old.items():
+            signal.signal(sig, h)
+
+
+def _exit_status(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+def run(args: argparse.Namespace) -> int:
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if args.replay < 0:
+        print("iopulse record: --replay must be >= 0", file=sys.stderr)
+        return EXIT_USAGE
+    targets = args.targets
+    say = _sayer()
+    with tempfile.TemporaryDirectory(prefix="iopulse-record-") as tmp:
+        rec = Recorder(args.output, targets, argv=sys.argv, command=cmd or None,
+                       replay_s=args.replay, overwrite=args.force,
+                       timeout=args.timeout or 10.0, connect_deadline=args.connect_timeout,
+                       say=say)
+        say(f"recording {len(targets)} host(s) into {args.output}: "
+            + ", ".join(f"{s.info.hostname or '?'} ({s.client.target})" for s in rec.streams))
+        status, rc = "ok", EXIT_OK
+        outer_name = args.name or (os.path.basename(cmd[0]) if cmd else "record")
+        labels = dict(args.label)
+        if cmd:
+            labels.setdefault("command", shlex.join(cmd)[:1024])
+        broker: Optional[Broker] = None
+        outer = rec.begin(outer_name, labels)
+        try:
+            if cmd:
+                env = dict(os.environ, IOPULSE_SESSION=rec.session,
+                           IOPULSE_TARGET=rec.clients[0].target)
+                argv, phases_of = cmd, None
+                if not args.no_detect and os.path.basename(cmd[0]) == "fio":
+                    from ..phases import fio
+
+                    sock = os.path.join(tmp, "hooks.sock")
+                    plan = fio.plan(cmd, fio.hook_command(sys.executable, hook_script_path(),
+                                                          sock), tmp)
+                    for note in plan.notes:
+                        say(note)
+                    if plan.jobs:
+                        argv, phases_of = plan.argv, plan.phases_of
+                        say(f"fio: {len(plan.jobs)} job(s) in "
+                            f"{len({j.group for j in plan.jobs})} stonewall group(s) become "
+                            "phases")
+                        broker = Broker(sock, phases_of, rec.begin, rec.end)
+                        env["IOPULSE_RECORD"] = sock
+                rc, status = _run_command(argv, env, args.duration, say)
+            else:
+                status = _wait(args.duration, rec, say)
+        finally:
+            if broker is not None:
+                broker.end_all()
+                broker.close()
+            end = rec.mark(outer_name, {}, end=True, begin=outer)
+            rec.wait_caught_up(end)
+            rec.close({"status": status, "exit_code": rc if cmd else None})
+        say(f"{args.output}: {rec.progress()}, {rec.writer.file_bytes:,} bytes"
+            + (f"; command exited {rc}" if cmd else ""))
+        return rc
+
+
+def _run_command(argv: list[str], env: dict[str, str], limit: Optional[float],
+                 say: Any) -> tuple[int, str]:
+    try:
+        child = _Child(argv, env)
+    except OSError as e:
+        say(f"cannot run {argv[0]}: {e.strerror}")
+        return 127 if isinstance(e, FileNotFoundError) else 126, "not started"
+    try:
+        rc = child.wait(limit)
+        if rc is None:
+            say(f"--duration reached: stopping {argv[0]} (SIGTERM)")
+            child.proc.terminate()
+            rc = child.wait(30)
+            if rc is None:
+                child.proc.kill()
+                rc = child.proc.wait()
+            return _exit_status(rc), "duration"
+        return _exit_status(rc), "interrupted" if child.interrupted else "ok"
+    finally:
+        child.restore()
+
+
+def _wait(limit: Optional[float], rec: Recorder, say: Any) -> str:
+    stop = {"why": ""}
+
+    def handler(sig: int, _frame: Any) -> None:
+        stop["why"] = "interrupted"
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        t0 = time.monotonic()
+        last = t0
+        while not stop["why"]:
+            if limit is not None and time.monotonic() - t0 >= limit:
+                return "duration"
+            time.sleep(0.2)
+            if time.monotonic() - last >= 10:
+                say(f"recording: {rec.progress()}")
+                last = time.monotonic()
+        return stop["why"]
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _sayer() -> Any:
+    def say(msg: str) -> None:
+        print(f"iopulse record: {msg}", file=sys.stderr, flush=True)
+    return say
+

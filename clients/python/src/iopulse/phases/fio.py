@@ -1,0 +1,259 @@
+"""fio: phases from its jobs and stonewall groups.
+
+Live (iopulse record -- fio ...): every job gets exec_prerun/exec_postrun hooks that mark its
+begin and end through the recorder. fio runs exec_prerun in the job's thread right before its
+first IO and exec_postrun after its last completion (backend.c, thread_main), so the edges are
+exact. Clones of a job (numjobs) share one phase, from the first clone's start to the last
+clone's end; a stonewall group of several jobs gets a phase around them.
+
+After the fact (iopulse phases import run.json): from fio's JSON output. fio >= 3.36 writes
+each job's start (job_start, ms) and run time (job_runtime, ms): edges accurate to 1 ms plus
+clock offset. Older fio (Debian 12 has 3.33) writes only the time the report was made and
+each group's elapsed seconds: edges are reconstructed backwards from the end, accurate to about
+a second per group.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+# Options that take their value as the next argument on fio's command line.
+_ARG_OPTS = {"--output", "--output-format", "--runtime", "--section", "--alloc-size",
+             "--max-jobs", "--client", "--server", "--remote-config", "--idle-prof",
+             "--inflate-log", "--trigger-file", "--trigger-timeout", "--trigger",
+             "--trigger-remote", "--aux-path", "--debug", "--status-interval",
+             "--merge-blktrace-file", "--eta", "--eta-interval", "--eta-newline",
+             "--latency-log", "--bandwidth-log", "--cmdhelp", "--enghelp", "--crctest"}
+LABEL_DEFAULTS = {"rw": "read", "bs": "4k", "iodepth": "1", "numjobs": "1", "ioengine": "psync"}
+_ALIASES = {"readwrite": "rw", "blocksize": "bs"}
+
+
+class FioJobFileError(ValueError):
+    pass
+
+
+@dataclass
+class Job:
+    index: int
+    name: str
+    group: int
+    labels: dict[str, str]
+
+
+@dataclass
+class Plan:
+    """What record does to a fio command: its new argv and the phases of each hook key."""
+    argv: list[str]
+    jobs: list[Job] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def phases_of(self, key: str) -> list[tuple[str, str, dict[str, str]]]:
+        """(phase id, name, labels) the hook key enters, outermost first."""
+        j = self.jobs[int(key[3:])]
+        members = [x for x in self.jobs if x.group == j.group]
+        out = []
+        if len(members) > 1:
+            out.append((f"group{j.group}", f"group{j.group + 1}",
+                        {"jobs": ",".join(x.name for x in members)}))
+        out.append((key, j.name, dict(j.labels, group=str(j.group + 1))))
+        return out
+
+
+def _option(line: str) -> tuple[str, str]:
+    k, sep, v = line.partition("=")
+    return _ALIASES.get(k.strip(), k.strip()), v.strip() if sep else ""
+
+
+def _strip(line: str) -> str:
+    """A job-file line as fio reads it: comments (from ';' or '#') and blanks removed."""
+    for c in ";#":
+        i = line.find(c)
+        if i >= 0:
+            line = line[:i]
+    return line.strip()
+
+
+def _labels(opts: dict[str, str]) -> dict[str, str]:
+    return {k: opts.get(k, d) or d for k, d in LABEL_DEFAULTS.items()}
+
+
+def _new_group(opts: dict[str, str]) -> bool:
+    return any(k in opts and opts[k].lower() not in ("0", "false") for k in
+               ("stonewall", "wait_for_previous"))
+
+
+def _resolve_include(name: str, jobfile: str) -> str:
+    """As fio does: relative to the working directory, else to the job file's directory."""
+    if os.path.exists(name) or "/" not in jobfile:
+        return os.path.abspath(name)
+    return os.path.join(os.path.dirname(os.path.abspath(jobfile)), name)
+
+
+def rewrite_job_file(path: str, hook: Callable[[str, str], str], first_index: int,
+                     first_group: int, out_dir: str) -> tuple[str, list[Job]]:
+    """A copy of job file path in out_dir with hooks added to every job section. hook(kind,
+    key) gives the command for exec_prerun (kind "enter") / exec_postrun ("leave")."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise FioJobFileError(f"fio job file {path}: {e.strerror}") from None
+    glob: dict[str, str] = {}
+    sections: list[tuple[str, int, dict[str, str]]] = []    # name, header line, options
+    cur: Optional[dict[str, str]] = None
+    for n, raw in enumerate(lines):
+        line = _strip(raw)
+        if not line:
+            continue
+        if line.startswith("["):
+            name = line[1:line.find("]")] if "]" in line else line[1:]
+            if name == "global":
+                cur = glob
+            else:
+                cur = dict(glob)
+                sections.append((name, n, cur))
+            continue
+        if line.startswith("include ") or line.startswith("include\t"):
+            continue
+        if cur is None:
+            raise FioJobFileError(f"fio job file {path}:{n + 1}: option before any [section]")
+        k, v = _option(line)
+        cur[k] = v
+    jobs: list[Job] = []
+    group = first_group
+    inserts: dict[int, list[str]] = {}
+    for i, (name, at, opts) in enumerate(sections):
+        if (jobs or first_index) and _new_group(opts):
+            group += 1
+        idx = first_index + i
+        jobs.append(Job(idx, name, group, _labels(opts)))
+        pre, post = hook("enter", f"job{idx}"), hook("leave", f"job{idx}")
+        if opts.get("exec_prerun"):
+            pre = f"{pre} && {opts['exec_prerun']}"
+        if opts.get("exec_postrun"):
+            post = f"{opts['exec_postrun']} || true && {post}"   # ';' ends a fio line
+        inserts[at] = [f"exec_prerun={pre}", f"exec_postrun={post}"]
+    out = []
+    for n, raw in enumerate(lines):
+        s = _strip(raw)
+        if s.startswith("include ") or s.startswith("include\t"):
+            raw = "include " + _resolve_include(s[len("include"):].strip(), path)
+        elif s.startswith("exec_prerun") or s.startswith("exec_postrun"):
+            raw = "; " + raw            # chained into ours above
+        out.append(raw)
+        out.extend(inserts.get(n, []))
+    dst = os.path.join(out_dir, f"{len(os.listdir(out_dir))}-{os.path.basename(path)}")
+    with open(dst, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write("\n".join(out) + "\n")
+    return dst, jobs
+
+
+def plan(argv: list[str], hook: Callable[[str, str], str], out_dir: str) -> Plan:
+    """Hooks for every job of `fio ARGS...`: job files are copied into out_dir with hooks;
+    jobs given on the command line (--name=...) get --exec_prerun/--exec_postrun."""
+    new = [argv[0]]
+    p = Plan(new)
+    i = 1
+    cmd_glob: dict[str, str] = {}
+    cmd_job: Optional[dict[str, str]] = None
+    group = 0
+
+    def close_cmd_job() -> None:
+        nonlocal group
+        if cmd_job is None:
+            return
+        idx = len(p.jobs)
+        if p.jobs and _new_group(cmd_job):
+            group += 1
+        p.jobs.append(Job(idx, cmd_job["name"], group, _labels(cmd_job)))
+        new.extend([f"--exec_prerun={hook('enter', f'job{idx}')}",
+                    f"--exec_postrun={hook('leave', f'job{idx}')}"])
+
+    while i < len(argv):
+        a = argv[i]
+        if a in _ARG_OPTS and i + 1 < len(argv):
+            new.extend(argv[i:i + 2])
+            i += 2
+            continue
+        if a.startswith("--name="):
+            close_cmd_job()
+            cmd_job = dict(cmd_glob, name=a[len("--name="):])
+        elif a.startswith("--") and "=" in a or a.startswith("--") and a[2:] in (
+                "stonewall", "wait_for_previous"):
+            k, v = _option(a[2:])
+            (cmd_job if cmd_job is not None else cmd_glob)[k] = v
+        elif not a.startswith("-") and os.path.isfile(a):
+            close_cmd_job()
+            cmd_job = None
+            dst, jobs = rewrite_job_file(a, hook, len(p.jobs),
+                                         group + 1 if p.jobs else 0, out_dir)
+            if jobs:
+                group = jobs[-1].group
+            p.jobs.extend(jobs)
+            new.append(dst)
+            i += 1
+            continue
+        new.append(a)
+        i += 1
+    close_cmd_job()
+    if not p.jobs:
+        p.notes.append("fio: no jobs found in the command line; only the command is a phase")
+    return p
+
+
+def hook_command(python: str, hook_path: str, sock: str) -> Callable[[str, str], str]:
+    def cmd(kind: str, key: str) -> str:
+        return " ".join(shlex.quote(x) for x in (python, "-I", "-S", hook_path, sock, kind, key))
+    return cmd
+
+
+# ------------------------------------------------------------------ JSON import --
+
+def _job_labels(job: dict[str, Any]) -> dict[str, str]:
+    opts = {**{k: str(v) for k, v in job.get("job options", {}).items()}}
+    opts = {_ALIASES.get(k, k): v for k, v in opts.items()}
+    return _labels(opts)
+
+
+def phases_from_json(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Phase records (run-file 'phase' events) from a parsed fio JSON output."""
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, list) or not jobs:
+        raise ValueError("no 'jobs' list: not fio --output-format=json output")
+    glob = {_ALIASES.get(k, k): str(v) for k, v in doc.get("global options", {}).items()}
+    out: list[dict[str, Any]] = []
+    if all(j.get("job_start") for j in jobs):
+        for j in jobs:
+            start = int(j["job_start"]) * 1_000_000
+            end = start + int(j.get("job_runtime", 0)) * 1_000_000
+            out.append(_event(j, glob, start, end, 0.001, "fio-json"))
+        return out
+    # fio < 3.36: walk back from the report's time, one stonewall group after another
+    end_ms = int(doc.get("timestamp_ms") or int(doc["timestamp"]) * 1000)
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for j in jobs:
+        groups.setdefault(int(j.get("groupid", 0)), []).append(j)
+    t = end_ms * 1_000_000
+    for gid in sorted(groups, reverse=True):
+        members = groups[gid]
+        elapsed = max(int(j.get("elapsed", 0)) for j in members)
+        start = t - elapsed * 1_000_000_000
+        for j in members:
+            run = int(j.get("job_runtime", 0)) * 1_000_000
+            out.append(_event(j, glob, start, start + run if run else t, 1.0, "fio-json"))
+        t = start
+    out.sort(key=lambda e: e["start_realtime_ns"])
+    return out
+
+
+def _event(job: dict[str, Any], glob: dict[str, str], start: int, end: int, acc: float,
+           source: str) -> dict[str, Any]:
+    opts = dict(glob)
+    opts.update({_ALIASES.get(k, k): str(v) for k, v in job.get("job options", {}).items()})
+    labels = _labels(opts)
+    labels["group"] = str(int(job.get("groupid", 0)) + 1)
+    return {"type": "phase", "name": str(job.get("jobname", "job")), "labels": labels,
+            "source": source, "accuracy_s": acc, "start_realtime_ns": start,
+            "end_realtime_ns": end}

@@ -1,0 +1,139 @@
+"""Phases of a run: from the daemons' marks (exact: their edges are interval edges) or
+imported from a tool's output (edges on the wall clock, accurate to what the tool says)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..model import Update
+
+if TYPE_CHECKING:
+    from ..record.reader import Run
+
+
+@dataclass
+class Edges:
+    """One host's view of a phase."""
+    start_mono_ns: int = 0
+    end_mono_ns: int = 0
+    start_real_ns: int = 0
+    end_real_ns: int = 0
+    abandoned: bool = False     # the daemon ended it: the recorder went away or it stopped
+    open: bool = False          # no end in the run
+
+
+@dataclass
+class Phase:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    source: str = "mark"        # mark, fio-json, rados-bench, cbt, ...
+    exact: bool = True          # edges are interval edges
+    accuracy_s: float = 0.0     # imported phases: how far an edge may be off
+    parent: Optional[str] = None
+    depth: int = 0
+    hosts: dict[int, Edges] = field(default_factory=dict)
+    start_real_ns: int = 0      # of the first host, or as imported
+    end_real_ns: int = 0
+
+    @property
+    def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return self.name, tuple(sorted(self.labels.items()))
+
+    @property
+    def duration_s(self) -> float:
+        return max(0, self.end_real_ns - self.start_real_ns) / 1e9
+
+    @property
+    def abandoned(self) -> bool:
+        return any(e.abandoned for e in self.hosts.values())
+
+    def label_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
+
+    def updates(self, host: int, updates: list[Update]) -> list[Update]:
+        """The host's Updates inside the phase. Marked phases: exactly those between the two
+        edges. Imported ones: those whose window lies mostly inside the phase."""
+        e = self.hosts.get(host)
+        if e is None and self.exact:
+            return []
+        if self.exact:
+            return [u for u in updates if u.start_monotonic_ns >= e.start_mono_ns and
+                    u.end_monotonic_ns <= e.end_mono_ns]
+        out = []
+        for u in updates:
+            lo = max(u.start_realtime_ns, self.start_real_ns)
+            hi = min(u.end_realtime_ns, self.end_real_ns)
+            if 2 * (hi - lo) > (u.end_realtime_ns - u.start_realtime_ns):
+                out.append(u)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "labels": dict(self.labels), "source": self.source,
+                "exact": self.exact, "accuracy_s": self.accuracy_s, "parent": self.parent,
+                "depth": self.depth, "start_realtime_ns": self.start_real_ns,
+                "end_realtime_ns": self.end_real_ns, "duration_s": self.duration_s,
+                "abandoned": self.abandoned}
+
+
+def _host_phases(host: int, updates: list[Update]) -> list[tuple[Any, Optional[Any], Update]]:
+    """(begin mark, end mark or None, last Update) in begin order for one host."""
+    begins: dict[int, Any] = {}
+    ends: dict[int, Any] = {}
+    order: list[int] = []
+    for u in updates:
+        for m in u.phases:
+            if m.end:
+                ends[m.begin_id] = m
+            elif m.id not in begins:
+                begins[m.id] = m
+                order.append(m.id)
+    last = updates[-1] if updates else None
+    return [(begins[i], ends.get(i), last) for i in order]
+
+
+def phases_of_run(run: "Run") -> list[Phase]:
+    """Marked phases matched across hosts (same name and labels, n-th occurrence), then the
+    imported ones, in start order."""
+    merged: dict[tuple[Any, int], Phase] = {}
+    order: list[tuple[Any, int]] = []
+    names_by_id: dict[tuple[int, int], str] = {}
+    for h in run.hosts:
+        seen: dict[Any, int] = {}
+        for begin, end, last in _host_phases(h.index, h.updates):
+            names_by_id[(h.index, begin.id)] = begin.name
+            k = (begin.name, tuple(sorted(begin.labels.items())))
+            n = seen.get(k, 0)
+            seen[k] = n + 1
+            key = (k, n)
+            p = merged.get(key)
+            if p is None:
+                parent = names_by_id.get((h.index, begin.parent_id))
+                p = Phase(begin.name, dict(begin.labels), parent=parent)
+                merged[key] = p
+                order.append(key)
+            e = Edges(begin.monotonic_ns, 0, begin.realtime_ns, 0)
+            if end is not None:
+                e.end_mono_ns, e.end_real_ns, e.abandoned = \
+                    end.monotonic_ns, end.realtime_ns, end.abandoned
+            elif last is not None:
+                e.open = True
+                e.end_mono_ns, e.end_real_ns = last.end_monotonic_ns, last.end_realtime_ns
+            p.hosts[h.index] = e
+    out = [merged[k] for k in order]
+    for p in out:
+        first = next(iter(p.hosts.values()))
+        p.start_real_ns, p.end_real_ns = first.start_real_ns, first.end_real_ns
+    for ev in run.events:
+        if ev.get("type") == "phase":
+            out.append(Phase(ev["name"], dict(ev.get("labels", {})), ev.get("source", "import"),
+                             exact=False, accuracy_s=float(ev.get("accuracy_s", 0.0)),
+                             parent=ev.get("parent"), start_real_ns=int(ev["start_realtime_ns"]),
+                             end_real_ns=int(ev["end_realtime_ns"])))
+    by_name = {p.name: p for p in out}
+    for p in out:
+        d, q = 0, p
+        while q.parent and q.parent in by_name and d < 16:
+            d, q = d + 1, by_name[q.parent]
+        p.depth = d
+    out.sort(key=lambda p: (p.start_real_ns, p.depth))
+    return out

@@ -1,0 +1,103 @@
+"""The recorder's hook socket: a tool's hooks (record/hook.py) enter and leave keys; the
+first enter of a phase begins it on every daemon, the last leave ends it."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from typing import Callable
+
+# (phase id, name, labels) of a key, outermost first
+PhaseSpec = tuple[str, str, dict[str, str]]
+
+
+class Broker:
+    def __init__(self, path: str, phases_of: Callable[[str], list[PhaseSpec]],
+                 begin: Callable[[str, dict[str, str]], object],
+                 end: Callable[[object], None]) -> None:
+        """begin(name, labels) marks a begin on every daemon and returns a token;
+        end(token) ends it."""
+        self.path = path
+        self._phases_of = phases_of
+        self._begin, self._end = begin, end
+        self._count: dict[str, int] = {}
+        self._token: dict[str, object] = {}
+        self._lock = threading.Lock()     # marks happen one at a time, in order
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(path)
+        os.chmod(path, 0o600)
+        self._sock.listen(64)
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, name="iopulse-record-hooks",
+                                        daemon=True)
+        self._thread.start()
+        self.errors: list[str] = []
+
+    def _serve(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.settimeout(30)
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+                req = json.loads(data)
+                self.apply(str(req["op"]), str(req["key"]))
+                reply = {"ok": True}
+            except Exception as e:  # noqa: BLE001 - told to the hook, which tells the user
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+                self.errors.append(reply["error"])
+            try:
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+            except OSError:
+                pass
+
+    def apply(self, op: str, key: str) -> None:
+        specs = self._phases_of(key)
+        with self._lock:
+            if op == "enter":
+                for pid, name, labels in specs:
+                    n = self._count.get(pid, 0)
+                    if n == 0:
+                        self._token[pid] = self._begin(name, labels)
+                    self._count[pid] = n + 1
+            elif op == "leave":
+                for pid, _, _ in reversed(specs):
+                    n = self._count.get(pid, 0)
+                    if n == 1:
+                        self._end(self._token.pop(pid))
+                    if n:
+                        self._count[pid] = n - 1
+            else:
+                raise ValueError(f"unknown op {op!r}")
+
+    def end_all(self) -> None:
+        """End what is still open (the tool died between its hooks), innermost first."""
+        with self._lock:
+            for pid in reversed(list(self._token)):
+                self._end(self._token.pop(pid))
+            self._count.clear()
+
+    def close(self) -> None:
+        self._stop = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        self._thread.join(5)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass

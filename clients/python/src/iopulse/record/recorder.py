@@ -1,0 +1,203 @@
+"""Records every Update from every target into a run file while a benchmark runs.
+
+One Subscribe stream per daemon, holding the recording's session (the daemon ends the
+session's phases if the recorder dies). Updates are stored as they came over the wire. A
+daemon that goes away is recorded as a host_error event and subscribed to again with enough
+replay to fill the gap (intervals already stored are skipped by sequence number).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+from .. import __version__
+from .._pb import iopulse_pb2 as pb
+from ..client import Client
+from ..errors import IopulseError
+from ..model import Info, PhaseMark
+from .writer import RunWriter
+
+RECONNECT_PAUSE_S = 1.0
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
+class HostStream(threading.Thread):
+    def __init__(self, rec: "Recorder", index: int, client: Client, info: Info,
+                 replay_s: int) -> None:
+        super().__init__(name=f"iopulse-record-{index}", daemon=True)
+        self.rec, self.index, self.client, self.info = rec, index, client, info
+        self.replay_s = replay_s
+        self.cond = threading.Condition()
+        self.last_seq = 0
+        self.last_end_mono = 0
+        self.updates = 0
+        self.sub: Any = None
+        self.stopping = False
+        self.error: Optional[str] = None
+
+    def run(self) -> None:
+        replay = self.replay_s
+        while not self.stopping:
+            try:
+                self.sub = self.client.subscribe_raw(replay_seconds=replay, hold_session=True)
+                for data in self.sub:
+                    self._keep(data)
+                if self.stopping:
+                    return
+                raise IopulseError(f"the stream from {self.client.target} ended")
+            except IopulseError as e:
+                if self.stopping:
+                    return
+                self.error = str(e)
+                self.rec.event({"type": "host_error", "host": self.index, "error": str(e),
+                                "realtime_ns": _now_ns()})
+                self.rec.say(f"host {self.info.hostname or self.client.target}: {e}; "
+                             "subscribing again")
+                gap_start = time.monotonic()
+                while not self.stopping:
+                    time.sleep(RECONNECT_PAUSE_S)
+                    try:
+                        raw = self.client.info_raw()
+                    except IopulseError:
+                        continue
+                    info = Info.from_pb(pb.Info.FromString(raw))
+                    if info.started_realtime_ns != self.info.started_realtime_ns:
+                        self.rec.writer.write_info(self.index, raw)   # a restarted daemon
+                        self.info, self.last_seq = info, 0
+                    replay = min(info.ring_seconds, int(time.monotonic() - gap_start) + 5)
+                    break
+
+    def _keep(self, data: bytes) -> None:
+        u = pb.Update.FromString(data)
+        if u.seq and u.seq <= self.last_seq:
+            return              # already stored (a replay after a reconnect)
+        self.rec.writer.write_update(self.index, data)
+        with self.cond:
+            self.last_seq = u.seq
+            self.last_end_mono = u.end_monotonic_ns
+            self.updates += 1
+            self.cond.notify_all()
+
+    def wait_past(self, mono_ns: int, timeout: float) -> bool:
+        """Wait until an Update ending at or after mono_ns is stored."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while self.last_end_mono < mono_ns:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(left)
+        return True
+
+    def stop(self) -> None:
+        self.stopping = True
+        if self.sub is not None:
+            self.sub.cancel()
+
+
+class Recorder:
+    """Connect to every target, write the header and each agent's Info, start the streams."""
+
+    def __init__(self, path: str, targets: list[str], *, argv: list[str],
+                 command: Optional[list[str]] = None, replay_s: int = 0,
+                 overwrite: bool = False, timeout: float = 10.0, connect_deadline: float = 10.0,
+                 say: Callable[[str], None] = lambda s: print(f"iopulse record: {s}",
+                                                             file=sys.stderr)) -> None:
+        self.say = say
+        self.session = f"record-{uuid.uuid4().hex[:12]}"
+        self.clients = [Client(t, timeout=timeout, connect_deadline=connect_deadline,
+                               session=self.session) for t in targets]
+        infos = []
+        try:
+            for c in self.clients:
+                raw = c.info_raw()
+                infos.append((raw, Info.from_pb(pb.Info.FromString(raw))))
+        except BaseException:
+            for c in self.clients:
+                c.close()
+            raise
+        self.writer = RunWriter(path, overwrite=overwrite)
+        self.started_ns = _now_ns()
+        self.writer.write_json({
+            "type": "header", "format": 1, "iopulse_version": __version__,
+            "created_realtime_ns": self.started_ns, "recorder_host": socket.gethostname(),
+            "argv": argv, "command": command, "session": self.session,
+            "targets": targets, "replay_seconds": replay_s})
+        self.streams: list[HostStream] = []
+        for i, (c, (raw, info)) in enumerate(zip(self.clients, infos)):
+            self.writer.write_json({"type": "agent", "host": i, "target": c.target,
+                                    "hostname": info.hostname})
+            self.writer.write_info(i, raw)
+            self.streams.append(HostStream(self, i, c, info, replay_s))
+        self.writer.flush()
+        for s in self.streams:
+            s.start()
+        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.clients)))
+
+    def event(self, obj: dict[str, Any]) -> None:
+        self.writer.write_json(obj)
+
+    def mark(self, name: str, labels: dict[str, str], end: bool = False,
+             begin: Optional[dict[int, PhaseMark]] = None) -> dict[int, PhaseMark]:
+        """Mark on every daemon at once; returns each host's mark (hosts that failed are left
+        out and reported). An end closes the given begins."""
+        def one(i: int) -> Optional[PhaseMark]:
+            if end and (begin is None or i not in begin):
+                return None
+            try:
+                return self.clients[i].mark_phase(name, end=end,
+                                                  phase_id=begin[i].id if end and begin else 0,
+                                                  **labels).mark
+            except IopulseError as e:
+                self.say(f"host {self.streams[i].info.hostname}: mark {name}: {e}")
+                self.event({"type": "mark_error", "host": i, "name": name, "end": end,
+                            "error": str(e), "realtime_ns": _now_ns()})
+                return None
+        got = list(self._pool.map(one, range(len(self.clients))))
+        return {i: m for i, m in enumerate(got) if m is not None}
+
+    def begin(self, name: str, labels: dict[str, str]) -> dict[int, PhaseMark]:
+        return self.mark(name, labels)
+
+    def end(self, token: object) -> None:
+        begins: dict[int, PhaseMark] = token  # type: ignore[assignment]
+        if begins:
+            first = next(iter(begins.values()))
+            self.mark(first.name, {}, end=True, begin=begins)
+
+    def wait_caught_up(self, marks: dict[int, PhaseMark], timeout: float = 15.0) -> None:
+        """Wait until every host's Update holding its mark is stored."""
+        for i, m in marks.items():
+            if not self.streams[i].wait_past(m.monotonic_ns, timeout):
+                self.say(f"host {self.streams[i].info.hostname}: the Update closing the run "
+                         f"did not arrive within {timeout:g} s")
+
+    def progress(self) -> str:
+        n = sum(s.updates for s in self.streams)
+        return (f"{(_now_ns() - self.started_ns) / 1e9:.0f} s, {len(self.streams)} host(s), "
+                f"{n} Updates, {self.writer.file_bytes / 2**20:.2f} MiB")
+
+    def close(self, final: dict[str, Any]) -> None:
+        for s in self.streams:
+            s.stop()
+        for s in self.streams:
+            s.join(10)
+        self._pool.shutdown(wait=True)
+        final = dict(final, type="end", realtime_ns=_now_ns(),
+                     updates={str(s.index): s.updates for s in self.streams})
+        self.writer.close(final)
+        for c in self.clients:
+            c.close()
+
+
+def hook_script_path() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "hook.py")

@@ -1,0 +1,125 @@
+"""fio: hooks added to job files and command-line jobs; phases from fio's JSON output."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from iopulse.phases import fio
+
+JOBS = """; a comment
+[global]
+direct=1
+bs=8k
+ioengine=libaio
+include extra.fio
+
+[seq]
+rw=write
+iodepth=8   ; trailing comment
+
+[rand]
+stonewall
+readwrite=randwrite
+numjobs=4
+exec_postrun=echo done
+
+[also-rand]
+rw=randread
+blocksize=64k
+"""
+
+
+def hook(kind: str, key: str) -> str:
+    return f"/usr/bin/python3 -I -S /h.py /s.sock {kind} {key}"
+
+
+def test_job_file_gets_hooks_groups_and_labels(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "jobs.fio").write_text(JOBS)
+    (src / "extra.fio").write_text("size=1m\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    old = os.getcwd()
+    os.chdir(tmp_path)          # extra.fio is not in the working directory
+    try:
+        p = fio.plan(["fio", "--output-format=json", "--output", "x.json",
+                      str(src / "jobs.fio")], hook, str(out))
+    finally:
+        os.chdir(old)
+    assert p.argv[:4] == ["fio", "--output-format=json", "--output", "x.json"]
+    new = p.argv[4]
+    assert os.path.dirname(new) == str(out)
+    assert [(j.name, j.group) for j in p.jobs] == [("seq", 0), ("rand", 1), ("also-rand", 1)]
+    assert p.jobs[0].labels == {"rw": "write", "bs": "8k", "iodepth": "8", "numjobs": "1",
+                                "ioengine": "libaio"}
+    assert p.jobs[1].labels["rw"] == "randwrite" and p.jobs[1].labels["numjobs"] == "4"
+    assert p.jobs[2].labels["bs"] == "64k" and p.jobs[2].labels["iodepth"] == "1"
+    text = open(new).read().splitlines()
+    assert f"include {src / 'extra.fio'}" in text, "include resolved as fio would"
+    i = text.index("[seq]")
+    assert text[i + 1] == f"exec_prerun={hook('enter', 'job0')}"
+    assert text[i + 2] == f"exec_postrun={hook('leave', 'job0')}"
+    assert f"exec_postrun=echo done || true && {hook('leave', 'job1')}" in text
+    assert "; exec_postrun=echo done" in text, "the user's hook is chained, not run twice"
+    # a group of one job is the job; a group of several gets a phase around them
+    assert [x[1] for x in p.phases_of("job0")] == ["seq"]
+    assert [x[1] for x in p.phases_of("job1")] == ["group2", "rand"]
+    assert p.phases_of("job2")[0][0] == p.phases_of("job1")[0][0]
+
+
+def test_command_line_jobs(tmp_path):
+    p = fio.plan(["fio", "--direct=1", "--name=a", "--rw=write", "--bs=1m", "--name=b",
+                  "--stonewall", "--rw=randread", "--iodepth=32"], hook, str(tmp_path))
+    assert [(j.name, j.group, j.labels["rw"], j.labels["bs"]) for j in p.jobs] == \
+        [("a", 0, "write", "1m"), ("b", 1, "randread", "4k")]
+    assert p.jobs[1].labels["iodepth"] == "32"
+    i = p.argv.index("--name=b")
+    assert p.argv[i - 2] == f"--exec_prerun={hook('enter', 'job0')}"
+    assert p.argv[-1] == f"--exec_postrun={hook('leave', 'job1')}"
+
+
+def test_no_jobs_is_a_note(tmp_path):
+    p = fio.plan(["fio", "--version"], hook, str(tmp_path))
+    assert p.argv == ["fio", "--version"] and not p.jobs and p.notes
+
+
+def test_bad_job_file(tmp_path):
+    f = tmp_path / "bad.fio"
+    f.write_text("rw=write\n[x]\n")
+    with pytest.raises(fio.FioJobFileError, match=r"bad.fio:1: option before any \[section\]"):
+        fio.plan(["fio", str(f)], hook, str(tmp_path))
+
+
+def test_json_import_with_job_start():
+    """fio >= 3.36: job_start (ms since the epoch) and job_runtime (ms) give the edges."""
+    doc = {"fio version": "fio-3.37", "timestamp": 1700000100, "timestamp_ms": 1700000100000,
+           "global options": {"bs": "4k", "direct": "1"},
+           "jobs": [{"jobname": "w", "groupid": 0, "job_start": 1700000000000,
+                     "job_runtime": 3000, "elapsed": 4, "job options": {"rw": "write"}},
+                    {"jobname": "r", "groupid": 1, "job_start": 1700000003500,
+                     "job_runtime": 2000, "elapsed": 3,
+                     "job options": {"rw": "randread", "iodepth": "16"}}]}
+    ph = fio.phases_from_json(doc)
+    assert [(p["name"], p["start_realtime_ns"], p["end_realtime_ns"], p["accuracy_s"])
+            for p in ph] == [("w", 1700000000000 * 10**6, 1700000003000 * 10**6, 0.001),
+                             ("r", 1700000003500 * 10**6, 1700000005500 * 10**6, 0.001)]
+    assert ph[1]["labels"] == {"rw": "randread", "bs": "4k", "iodepth": "16", "numjobs": "1",
+                               "ioengine": "psync", "group": "2"}
+
+
+def test_json_import_old_fio_walks_back_from_the_report_time():
+    doc = {"fio version": "fio-3.33", "timestamp": 1700000010, "timestamp_ms": 1700000010000,
+           "jobs": [{"jobname": "a", "groupid": 0, "elapsed": 4, "job_runtime": 3000,
+                     "job options": {}},
+                    {"jobname": "b", "groupid": 1, "elapsed": 5, "job_runtime": 5000,
+                     "job options": {}}]}
+    ph = fio.phases_from_json(doc)
+    assert [(p["name"], p["start_realtime_ns"] // 10**9, p["accuracy_s"]) for p in ph] == \
+        [("a", 1700000001, 1.0), ("b", 1700000005, 1.0)]
+
+
+def test_json_import_rejects_other_json():
+    with pytest.raises(ValueError, match="not fio --output-format=json"):
+        fio.phases_from_json({"hello": 1})
