@@ -17,12 +17,12 @@ from ..client import DEFAULT_TARGET, BadTarget, Client, parse_target
 from ..errors import InvalidArgument, IopulseError
 from ..phases.fio import FioJobFileError
 from ..record.reader import RunFileError
-from . import info, mark, record, snapshot, top, watch
+from . import info, mark, record, report, snapshot, top, watch
 from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, seconds,
                      target)
 
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
-                                   for m in (info, snapshot, top, watch, mark, record)}
+                                   for m in (info, snapshot, top, watch, mark, record, report)}
 MULTI_TARGET = {"record"}     # commands that take --target more than once
 
 EXAMPLES = """examples:

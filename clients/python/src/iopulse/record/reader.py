@@ -25,9 +25,11 @@ class Host:
     info: Optional[Info] = None
     updates: list[Update] = field(default_factory=list)
 
+    label: str = ""             # unique in the run: the host name, with the target if needed
+
     @property
     def name(self) -> str:
-        return self.hostname or self.target or f"host{self.index}"
+        return self.label or self.hostname or self.target or f"host{self.index}"
 
 
 @dataclass
@@ -111,6 +113,10 @@ def load(path: str) -> Run:
             break
         run.records += 1
     run.damage = damage
+    names = [h.hostname or h.target for h in run.hosts]
+    for h in run.hosts:
+        if names.count(h.hostname or h.target) > 1 and h.hostname:
+            h.label = f"{h.hostname} ({h.target})"     # two agents on one node
     return run
 
 

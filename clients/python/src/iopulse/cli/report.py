@@ -1,0 +1,67 @@
+"""iopulse report: per phase x host x device numbers of a recorded run."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..record.reader import load
+from ..report.metrics import phase_rows
+from ..report.tables import csv_report, json_report, markdown_report, rich_report
+from .common import EXIT_OK, console
+
+HELP = "per phase, host and device: IOPS, MB/s, latency percentiles, seeks, flushes"
+EXAMPLES = """examples:
+  iopulse report run1.iopulse
+  iopulse report run1.iopulse --format markdown > run1.md
+  iopulse report run1.iopulse --format csv --phase 'rand*'
+
+Per phase x host x device: IOPS, MB/s, queue wait p50/p99/p99.9, service p50/p99, total
+p99/max, sequential %, seek distance p50 (sectors), request size p50, flushes/s and the p99
+of requests carrying a preflush; per phase the busiest sync threads. Latency columns merge
+reads and writes; rates are per second of the phase's intervals. Phases from marks are exact
+(their edges are interval edges); imported ones say how far their edges may be off."""
+CONNECTS = False
+FORMATS = ("table", "markdown", "csv", "json")
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("run", metavar="RUN", help="a run file written by iopulse record")
+    s.add_argument("--format", choices=FORMATS, default="table",
+                   help="table (terminal, default), markdown, csv or json")
+    s.add_argument("-o", "--output", default="-", metavar="FILE",
+                   help="write here instead of standard output")
+    s.add_argument("--phase", action="append", default=[], metavar="GLOB",
+                   help="only phases whose name matches (repeatable)")
+    s.add_argument("--idle", action="store_true", help="also devices without IO in a phase")
+
+
+def run(args: argparse.Namespace) -> int:
+    import fnmatch
+
+    r = load(args.run)
+    phases = r.phases()
+    if args.phase:
+        phases = [p for p in phases if any(fnmatch.fnmatchcase(p.name, g) for g in args.phase)]
+    rows, trows = phase_rows(r, phases, idle=args.idle)
+    if args.format == "table":
+        con = console()
+        if args.output != "-":
+            from rich.console import Console
+
+            with open(args.output, "w") as f:
+                Console(file=f, width=200).print(rich_report(r, rows, trows))
+        else:
+            con.print(rich_report(r, rows, trows))
+        return EXIT_OK
+    if args.format == "markdown":
+        text = markdown_report(r, rows, trows)
+    elif args.format == "csv":
+        text = csv_report(rows)
+    else:
+        text = json_report(r, rows, trows)
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.output, "w") as f:
+            f.write(text)
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""Reports of recorded runs: per-phase numbers (metrics), tables and files."""
