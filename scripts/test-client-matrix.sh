@@ -55,5 +55,5 @@ for kind in newest oldest; do
 	"$V/bin/iopulse" --version
 	"$V/bin/python" -m pytest -q -p no:cacheprovider clients/python/tests
 	"$V/bin/python" -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
-		tests/integration/test_phases.py
+		tests/integration/test_phases.py tests/integration/test_record.py
 done

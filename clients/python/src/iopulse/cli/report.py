@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..record.reader import load
@@ -44,13 +45,15 @@ def run(args: argparse.Namespace) -> int:
         phases = [p for p in phases if any(fnmatch.fnmatchcase(p.name, g) for g in args.phase)]
     rows, trows = phase_rows(r, phases, idle=args.idle)
     if args.format == "table":
+        from rich.console import Console
+
         con = console()
         if args.output != "-":
-            from rich.console import Console
-
             with open(args.output, "w") as f:
-                Console(file=f, width=200).print(rich_report(r, rows, trows))
+                Console(file=f, width=240).print(rich_report(r, rows, trows))
         else:
+            if not con.is_terminal and "COLUMNS" not in os.environ:
+                con.width = 240
             con.print(rich_report(r, rows, trows))
         return EXIT_OK
     if args.format == "markdown":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..model import Update
+from ..model import PhaseMark, Update
 
 if TYPE_CHECKING:
     from ..record.reader import Run
@@ -75,20 +75,19 @@ class Phase:
                 "abandoned": self.abandoned}
 
 
-def _host_phases(host: int, updates: list[Update]) -> list[tuple[Any, Optional[Any], Update]]:
-    """(begin mark, end mark or None, last Update) in begin order for one host."""
+def _host_phases(host: int, updates: list[Update], extra: list[PhaseMark]
+                 ) -> list[tuple[Any, Optional[Any], Optional[Update]]]:
+    """(begin mark, end mark or None, last Update) in begin order for one host: the marks
+    in its Updates, and those the recorder noted from the daemon's answers (extra)."""
     begins: dict[int, Any] = {}
     ends: dict[int, Any] = {}
-    order: list[int] = []
-    for u in updates:
-        for m in u.phases:
-            if m.end:
-                ends[m.begin_id] = m
-            elif m.id not in begins:
-                begins[m.id] = m
-                order.append(m.id)
+    for m in [m for u in updates for m in u.phases] + extra:
+        if m.end:
+            ends.setdefault(m.begin_id, m)
+        else:
+            begins.setdefault(m.id, m)
     last = updates[-1] if updates else None
-    return [(begins[i], ends.get(i), last) for i in order]
+    return [(begins[i], ends.get(i), last) for i in sorted(begins)]
 
 
 def phases_of_run(run: "Run") -> list[Phase]:
@@ -97,9 +96,17 @@ def phases_of_run(run: "Run") -> list[Phase]:
     merged: dict[tuple[Any, int], Phase] = {}
     order: list[tuple[Any, int]] = []
     names_by_id: dict[tuple[int, int], str] = {}
+    noted: dict[int, list[PhaseMark]] = {}
+    for ev in run.events:
+        if ev.get("type") == "mark":
+            noted.setdefault(int(ev["host"]), []).append(PhaseMark(
+                ev["name"], dict(ev.get("labels", {})), bool(ev["end"]), int(ev["realtime_ns"]),
+                int(ev["monotonic_ns"]), int(ev["id"]), int(ev.get("begin_id", 0)),
+                int(ev.get("parent_id", 0)), ev.get("session", ""),
+                bool(ev.get("abandoned", False))))
     for h in run.hosts:
         seen: dict[Any, int] = {}
-        for begin, end, last in _host_phases(h.index, h.updates):
+        for begin, end, last in _host_phases(h.index, h.updates, noted.get(h.index, [])):
             names_by_id[(h.index, begin.id)] = begin.name
             k = (begin.name, tuple(sorted(begin.labels.items())))
             n = seen.get(k, 0)

@@ -43,12 +43,14 @@ class HostStream(threading.Thread):
         self.sub: Any = None
         self.stopping = False
         self.error: Optional[str] = None
+        self.ready = threading.Event()   # subscribed: later marks reach us in an Update
 
     def run(self) -> None:
         replay = self.replay_s
         while not self.stopping:
             try:
                 self.sub = self.client.subscribe_raw(replay_seconds=replay, hold_session=True)
+                self.ready.set()
                 for data in self.sub:
                     self._keep(data)
                 if self.stopping:
@@ -58,6 +60,7 @@ class HostStream(threading.Thread):
                 if self.stopping:
                     return
                 self.error = str(e)
+                self.ready.set()
                 self.rec.event({"type": "host_error", "host": self.index, "error": str(e),
                                 "realtime_ns": _now_ns()})
                 self.rec.say(f"host {self.info.hostname or self.client.target}: {e}; "
@@ -141,6 +144,10 @@ class Recorder:
         self.writer.flush()
         for s in self.streams:
             s.start()
+        for s in self.streams:      # a mark made before a stream is up would be missed
+            if not s.ready.wait(connect_deadline + 5):
+                say(f"host {s.info.hostname or s.client.target}: not subscribed after "
+                    f"{connect_deadline + 5:g} s; recording anyway")
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.clients)))
 
     def event(self, obj: dict[str, Any]) -> None:
@@ -163,7 +170,10 @@ class Recorder:
                             "error": str(e), "realtime_ns": _now_ns()})
                 return None
         got = list(self._pool.map(one, range(len(self.clients))))
-        return {i: m for i, m in enumerate(got) if m is not None}
+        marks = {i: m for i, m in enumerate(got) if m is not None}
+        for i, m in marks.items():   # the daemon's answer, in case its Update never arrives
+            self.event({"type": "mark", "host": i, **m.to_dict()})
+        return marks
 
     def begin(self, name: str, labels: dict[str, str]) -> dict[int, PhaseMark]:
         return self.mark(name, labels)

@@ -75,16 +75,20 @@ def rich_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Any:
     from rich.text import Text
 
     parts: list[Any] = [Text(line) for line in run_summary(run)]
-    t = Table(title="per phase, host and device", title_justify="left")
-    for col in ["phase", "host", "device", "s"] + [c[1] for c in DEVICE_COLUMNS]:
-        t.add_column(col, justify="left" if col in ("phase", "host", "device") else "right",
-                     no_wrap=True)
+    cells = []
     last = None
     for r in rows:
         name = phase_title(r) if r.phase is not last else ""
         last = r.phase
-        t.add_row(name, r.host, r.device + (f" ({r.osd})" if r.osd else ""),
-                  f"{r.seconds:.1f}", *[fmt(k, r.values[c]) for c, _, k in DEVICE_COLUMNS])
+        cells.append([name, r.host, r.device + (f" ({r.osd})" if r.osd else ""),
+                      f"{r.seconds:.1f}"] + [fmt(k, r.values[c]) for c, _, k in DEVICE_COLUMNS])
+    t = Table(title="per phase, host and device", title_justify="left")
+    for i, col in enumerate(["phase", "host", "device", "s"] + [c[1] for c in DEVICE_COLUMNS]):
+        # cells are never cut: headers wrap instead
+        t.add_column(col, justify="left" if i < 3 else "right",
+                     min_width=max([len(c[i]) for c in cells] + [1]))
+    for c in cells:
+        t.add_row(*c)
     parts.append(t)
     if trows:
         tt = Table(title="busiest sync threads per phase", title_justify="left")
