@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..model import PhaseMark, Update
+from ..model import PhaseMark
 
 if TYPE_CHECKING:
     from ..record.reader import Run
@@ -50,22 +50,21 @@ class Phase:
     def label_text(self) -> str:
         return " ".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
 
-    def updates(self, host: int, updates: list[Update]) -> list[Update]:
-        """The host's Updates inside the phase. Marked phases: exactly those between the two
-        edges. Imported ones: those whose window lies mostly inside the phase."""
-        e = self.hosts.get(host)
-        if e is None and self.exact:
-            return []
+    def contains(self, host: int, u: Any) -> bool:
+        """Whether the Update (or Window) u of host belongs to the phase. Marked phases:
+        exactly the intervals between the two edges. Imported ones: an interval whose window
+        lies mostly inside the phase."""
         if self.exact:
-            return [u for u in updates if u.start_monotonic_ns >= e.start_mono_ns and
-                    u.end_monotonic_ns <= e.end_mono_ns]
-        out = []
-        for u in updates:
-            lo = max(u.start_realtime_ns, self.start_real_ns)
-            hi = min(u.end_realtime_ns, self.end_real_ns)
-            if 2 * (hi - lo) > (u.end_realtime_ns - u.start_realtime_ns):
-                out.append(u)
-        return out
+            e = self.hosts.get(host)
+            return e is not None and u.start_monotonic_ns >= e.start_mono_ns and \
+                u.end_monotonic_ns <= e.end_mono_ns
+        lo = max(u.start_realtime_ns, self.start_real_ns)
+        hi = min(u.end_realtime_ns, self.end_real_ns)
+        return 2 * (hi - lo) > (u.end_realtime_ns - u.start_realtime_ns)
+
+    def updates(self, host: int, updates: list[Any]) -> list[Any]:
+        """The host's Updates (or Windows) inside the phase, see contains()."""
+        return [u for u in updates if self.contains(host, u)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "labels": dict(self.labels), "source": self.source,
@@ -75,18 +74,18 @@ class Phase:
                 "abandoned": self.abandoned}
 
 
-def _host_phases(host: int, updates: list[Update], extra: list[PhaseMark]
-                 ) -> list[tuple[Any, Optional[Any], Optional[Update]]]:
-    """(begin mark, end mark or None, last Update) in begin order for one host: the marks
+def _host_phases(marks: list[PhaseMark], windows: list[Any], extra: list[PhaseMark]
+                 ) -> list[tuple[Any, Optional[Any], Optional[Any]]]:
+    """(begin mark, end mark or None, last window) in begin order for one host: the marks
     in its Updates, and those the recorder noted from the daemon's answers (extra)."""
     begins: dict[int, Any] = {}
     ends: dict[int, Any] = {}
-    for m in [m for u in updates for m in u.phases] + extra:
+    for m in marks + extra:
         if m.end:
             ends.setdefault(m.begin_id, m)
         else:
             begins.setdefault(m.id, m)
-    last = updates[-1] if updates else None
+    last = windows[-1] if windows else None
     return [(begins[i], ends.get(i), last) for i in sorted(begins)]
 
 
@@ -106,7 +105,7 @@ def phases_of_run(run: "Run") -> list[Phase]:
                 bool(ev.get("abandoned", False))))
     for h in run.hosts:
         seen: dict[Any, int] = {}
-        for begin, end, last in _host_phases(h.index, h.updates, noted.get(h.index, [])):
+        for begin, end, last in _host_phases(h.marks, h.windows, noted.get(h.index, [])):
             names_by_id[(h.index, begin.id)] = begin.name
             k = (begin.name, tuple(sorted(begin.labels.items())))
             n = seen.get(k, 0)

@@ -1,20 +1,38 @@
 """Reads a run file, also one cut short by a crash: everything up to the damage is kept and
-the damage is reported, never raised."""
+the damage is reported, never raised.
+
+load() makes one streaming pass that keeps only what is small: the header, each agent's Info,
+events, and per Update its window and phase marks. The Updates themselves (an hour of a busy
+node is hundreds of MiB unpacked) are read again on demand: Run.iter_updates() streams them as
+protobuf messages, Host.updates decodes one host's into iopulse.Update objects.
+"""
 from __future__ import annotations
 
 import json
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from .._pb import iopulse_pb2 as pb
-from ..model import Info, Update
+from ..model import Info, PhaseMark, Update
 from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, read_varint,
                       split_host)
+
+CHUNK = 1 << 20
 
 
 class RunFileError(ValueError):
     """Not a run file at all (the message names the file and what is wrong)."""
+
+
+@dataclass
+class Window:
+    """An Update's place in time (the attribute names are the Update's)."""
+    seq: int
+    start_monotonic_ns: int
+    end_monotonic_ns: int
+    start_realtime_ns: int
+    end_realtime_ns: int
 
 
 @dataclass
@@ -23,13 +41,24 @@ class Host:
     target: str = ""
     hostname: str = ""
     info: Optional[Info] = None
-    updates: list[Update] = field(default_factory=list)
-
+    windows: list[Window] = field(default_factory=list)
+    marks: list[PhaseMark] = field(default_factory=list)
     label: str = ""             # unique in the run: the host name, with the target if needed
+    run: Optional["Run"] = field(default=None, repr=False)
+    _updates: Optional[list[Update]] = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
         return self.label or self.hostname or self.target or f"host{self.index}"
+
+    @property
+    def updates(self) -> list[Update]:
+        """This host's Updates, decoded (read from the file on first use)."""
+        if self._updates is None:
+            assert self.run is not None
+            self._updates = [Update.from_pb(u) for h, u in self.run.iter_updates()
+                             if h == self.index]
+        return self._updates
 
 
 @dataclass
@@ -49,7 +78,7 @@ class Run:
 
     def host(self, index: int) -> Host:
         while len(self.hosts) <= index:
-            self.hosts.append(Host(len(self.hosts)))
+            self.hosts.append(Host(len(self.hosts), run=self))
         return self.hosts[index]
 
     def phases(self) -> list[Any]:
@@ -58,61 +87,102 @@ class Run:
 
         return phases_of_run(self)
 
+    def iter_updates(self) -> Iterator[tuple[int, Any]]:
+        """(host index, iopulse.v1.Update message) of every Update, in file order."""
+        for kind, payload in _records(self.path, [""]):
+            if kind == KIND_UPDATE:
+                host, data = split_host(payload)
+                try:
+                    yield host, pb.Update.FromString(data)
+                except Exception:  # noqa: BLE001 - load() reported where the damage is
+                    return
 
-def _decompress(data: bytes) -> tuple[bytes, str]:
+
+def _chunks(path: str, damage: list[str]) -> Iterator[bytes]:
+    """The decompressed stream of path, gzip members one after the other."""
     d = zlib.decompressobj(31)
-    try:
-        out = d.decompress(data)
-    except zlib.error as e:
-        # what decompressed before the damage is lost with this API: retry in pieces
-        out, pos, parts = b"", 0, []
-        d = zlib.decompressobj(31)
-        while pos < len(data):
-            try:
-                parts.append(d.decompress(data[pos:pos + 4096]))
-            except zlib.error:
+    fed = False                     # the current member has begun
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(CHUNK)
+            if not data:
                 break
-            pos += 4096
-        return b"".join(parts), f"compressed data damaged ({e})"
-    if not d.eof:
-        return out, "the file ends early (the recorder was stopped or crashed)"
-    return out, ""
+            while data:
+                fed = True
+                try:
+                    out = d.decompress(data)
+                except zlib.error as e:
+                    damage[0] = damage[0] or f"compressed data damaged ({e})"
+                    return
+                if out:
+                    yield out
+                if d.eof:                      # a member ends: another may follow
+                    data = d.unused_data
+                    d = zlib.decompressobj(31)
+                    fed = False
+                else:
+                    data = b""
+    if fed:
+        damage[0] = damage[0] or "the file ends early (the recorder was stopped or crashed)"
+
+
+def _records(path: str, damage: list[str]) -> Iterator[tuple[bytes, bytes]]:
+    buf = b""
+    magic_seen = False
+    pos = 0
+    for chunk in _chunks(path, damage):
+        buf = buf[pos:] + chunk
+        pos = 0
+        if not magic_seen:
+            if len(buf) < len(MAGIC):
+                continue
+            if not buf.startswith(MAGIC):
+                raise RunFileError(f"{path}: not an iopulse run file (no "
+                                   f"'{MAGIC.strip().decode()}' line)")
+            magic_seen, pos = True, len(MAGIC)
+        while True:
+            try:
+                n, body = read_varint(buf, pos)
+            except IndexError:
+                break
+            except ValueError:
+                damage[0] = damage[0] or "a record length is damaged"
+                return
+            if n < 1:
+                damage[0] = damage[0] or "a record length is damaged"
+                return
+            if body + n > len(buf):
+                break
+            yield buf[body:body + 1], buf[body + 1:body + n]
+            pos = body + n
+    if not magic_seen:
+        if damage[0] or (buf and MAGIC.startswith(buf)) or not buf:
+            damage[0] = damage[0] or "the file ends before its first record"
+            return
+        raise RunFileError(f"{path}: not an iopulse run file (no '{MAGIC.strip().decode()}' "
+                           "line)")
+    if pos < len(buf):
+        damage[0] = damage[0] or "the last record is cut short"
 
 
 def load(path: str) -> Run:
     """The run in path. Raises RunFileError if it is not a run file, OSError if unreadable."""
     with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] != b"\x1f\x8b":
-        raise RunFileError(f"{path}: not an iopulse run file (not gzip-compressed)")
-    raw, damage = _decompress(data)
+        if f.read(2) != b"\x1f\x8b":
+            raise RunFileError(f"{path}: not an iopulse run file (not gzip-compressed)")
     run = Run(path)
-    if not raw.startswith(MAGIC):
-        if len(raw) < len(MAGIC) and MAGIC.startswith(raw):
-            run.damage = damage or "the file ends before its first record"
-            return run
-        raise RunFileError(f"{path}: not an iopulse run file (no '{MAGIC.strip().decode()}' "
-                           "line)")
-    pos = len(MAGIC)
-    while pos < len(raw):
-        try:
-            n, body = read_varint(raw, pos)
-        except (IndexError, ValueError):
-            damage = damage or "a record is cut short"
-            break
-        if n < 1 or body + n > len(raw):
-            damage = damage or f"a record is cut short at byte {pos} of the decompressed data"
-            break
-        kind, payload = raw[body:body + 1], raw[body + 1:body + n]
-        pos = body + n
+    damage = [""]
+    for kind, payload in _records(path, damage):
         try:
             _add(run, kind, payload)
         except Exception as e:  # noqa: BLE001 - a damaged record ends the readable part
-            damage = f"record {run.records + 1} ({kind!r}) does not decode: " \
-                     f"{type(e).__name__}: {e}"
+            damage[0] = f"record {run.records + 1} ({kind!r}) does not decode: " \
+                        f"{type(e).__name__}: {e}"
             break
         run.records += 1
-    run.damage = damage
+    run.damage = damage[0]
+    if not run.damage and run.end is None:
+        run.damage = "the file ends early (no end record: the recorder was stopped or crashed)"
     names = [h.hostname or h.target for h in run.hosts]
     for h in run.hosts:
         if names.count(h.hostname or h.target) > 1 and h.hostname:
@@ -123,7 +193,11 @@ def load(path: str) -> Run:
 def _add(run: Run, kind: bytes, payload: bytes) -> None:
     if kind == KIND_UPDATE:
         host, data = split_host(payload)
-        run.host(host).updates.append(Update.from_pb(pb.Update.FromString(data)))
+        u = pb.Update.FromString(data)
+        h = run.host(host)
+        h.windows.append(Window(u.seq, u.start_monotonic_ns, u.end_monotonic_ns,
+                                u.start_realtime_ns, u.end_realtime_ns))
+        h.marks.extend(PhaseMark.from_pb(m) for m in u.phases)
     elif kind == KIND_JSON:
         obj = json.loads(payload)
         t = obj.get("type")

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..histogram import Histogram
-from ..model import Update
 from ..phases.model import Phase
 from ..record.reader import Run
 
+ALL_OPS = ("read", "write", "flush", "discard")
 DATA_OPS = ("read", "write", "discard")
 LATENCY_OPS = ("read", "write")
 
@@ -27,6 +27,26 @@ DEVICE_COLUMNS = [
 THREAD_COLUMNS = [("calls_s", "calls/s", "rate1"), ("p50", "p50", "ns"), ("p99", "p99", "ns")]
 
 
+class HistAcc:
+    """Bucket counts added up from sparse protobuf histograms (index -> count)."""
+    __slots__ = ("k", "c")
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.c: dict[int, int] = {}
+
+    def add(self, h: Any, k: int) -> None:
+        if not len(h.index):
+            return
+        self.k = h.precision or k
+        c = self.c
+        for i, n in zip(h.index, h.count):
+            c[i] = c.get(i, 0) + n
+
+    def histogram(self) -> Optional[Histogram]:
+        return Histogram(self.k, self.c.keys(), self.c.values()) if self.c else None
+
+
 @dataclass
 class DeviceAgg:
     name: str
@@ -34,9 +54,13 @@ class DeviceAgg:
     osd_role: Optional[str] = None
     ios: dict[str, int] = field(default_factory=dict)
     bytes: dict[str, int] = field(default_factory=dict)
-    hist: dict[str, Histogram] = field(default_factory=dict)
+    acc: dict[str, HistAcc] = field(default_factory=dict)
     seek_sequential: int = 0
     seek_other: int = 0
+
+    def hist(self, key: str) -> Optional[Histogram]:
+        a = self.acc.get(key)
+        return a.histogram() if a else None
 
 
 @dataclass
@@ -51,7 +75,57 @@ class ThreadAgg:
     fsync: int = 0
     fdatasync: int = 0
     sync_file_range: int = 0
-    latency: Optional[Histogram] = None
+    acc: HistAcc = field(default_factory=HistAcc)
+
+
+@dataclass
+class PhaseAgg:
+    """Everything of one phase on one host."""
+    seconds: float = 0.0
+    updates: int = 0
+    devices: dict[str, DeviceAgg] = field(default_factory=dict)
+    threads: dict[tuple[int, int], ThreadAgg] = field(default_factory=dict)
+
+    def add(self, u: Any) -> None:
+        """Add one iopulse.v1.Update message."""
+        k = u.precision
+        self.seconds += (u.end_monotonic_ns - u.start_monotonic_ns) / 1e9
+        self.updates += 1
+        for d in u.devices:
+            a = self.devices.get(d.name)
+            if a is None:
+                a = self.devices[d.name] = DeviceAgg(d.name)
+            if d.osd_id >= 0:
+                a.osd_id, a.osd_role = d.osd_id, d.osd_role or None
+            acc = a.acc
+            for op in ALL_OPS:
+                s = getattr(d, op)
+                a.ios[op] = a.ios.get(op, 0) + s.ios
+                a.bytes[op] = a.bytes.get(op, 0) + s.bytes
+                if op in LATENCY_OPS:
+                    for key, h in (("qwait", s.queue_wait_ns), ("svc", s.service_ns),
+                                   ("total", s.total_ns)):
+                        if len(h.index):
+                            acc.setdefault(key, HistAcc()).add(h, k)
+                if op in DATA_OPS and len(s.size_bytes.index):
+                    acc.setdefault("size", HistAcc()).add(s.size_bytes, k)
+            for key, h in (("seek", d.seek_distance_sectors), ("preflush", d.preflush_latency_ns)):
+                if len(h.index):
+                    acc.setdefault(key, HistAcc()).add(h, k)
+            a.seek_sequential += d.seek_sequential
+            a.seek_other += d.seek_forward + d.seek_backward
+        for t in u.threads:
+            key2 = (t.pid, t.tid)
+            ta = self.threads.get(key2)
+            if ta is None:
+                ta = self.threads[key2] = ThreadAgg(t.comm, t.process, t.pid, t.tid,
+                                                    t.osd_id if t.osd_id >= 0 else None,
+                                                    t.device)
+            ta.fsync += t.fsync
+            ta.fdatasync += t.fdatasync
+            ta.sync_file_range += t.sync_file_range
+            ta.calls += t.fsync + t.fdatasync + t.sync_file_range
+            ta.acc.add(t.latency_ns, k)
 
 
 @dataclass
@@ -84,52 +158,6 @@ class ThreadRow:
                 "osd_id": t.osd_id, "device": t.device, **self.values}
 
 
-def _add(h: dict[str, Histogram], key: str, other: Histogram, k: int) -> None:
-    if other.count:
-        h.setdefault(key, Histogram(k)).merge(other)
-
-
-def aggregate(updates: list[Update]) -> tuple[float, dict[str, DeviceAgg],
-                                              dict[tuple[int, int], ThreadAgg]]:
-    """(seconds covered, devices, threads) over updates."""
-    seconds = sum(u.duration_s for u in updates)
-    devs: dict[str, DeviceAgg] = {}
-    threads: dict[tuple[int, int], ThreadAgg] = {}
-    for u in updates:
-        k = u.precision
-        for name, d in u.devices.items():
-            a = devs.setdefault(name, DeviceAgg(name))
-            a.osd_id, a.osd_role = d.osd_id, d.osd_role
-            for op, s in d.ops.items():
-                a.ios[op] = a.ios.get(op, 0) + s.ios
-                a.bytes[op] = a.bytes.get(op, 0) + s.bytes
-                if op in LATENCY_OPS:
-                    _add(a.hist, "qwait", s.queue_wait_ns, k)
-                    _add(a.hist, "svc", s.service_ns, k)
-                    _add(a.hist, "total", s.total_ns, k)
-                if op in DATA_OPS:
-                    _add(a.hist, "size", s.size_bytes, k)
-            _add(a.hist, "seek", d.seek_distance_sectors, k)
-            _add(a.hist, "preflush", d.preflush_latency_ns, k)
-            a.seek_sequential += d.seek_sequential
-            a.seek_other += d.seek_forward + d.seek_backward
-        for t in u.threads:
-            key = (t.pid, t.tid)
-            ta = threads.get(key)
-            if ta is None:
-                ta = threads[key] = ThreadAgg(t.comm, t.process, t.pid, t.tid, t.osd_id,
-                                              t.device)
-            ta.calls += t.calls
-            ta.fsync += t.fsync
-            ta.fdatasync += t.fdatasync
-            ta.sync_file_range += t.sync_file_range
-            if t.latency_ns.count:
-                if ta.latency is None:
-                    ta.latency = Histogram(k)
-                ta.latency.merge(t.latency_ns)
-    return seconds, devs, threads
-
-
 def _pct(h: Optional[Histogram], q: float) -> Optional[float]:
     return None if h is None or not h.count else float(h.percentile(q))
 
@@ -138,7 +166,12 @@ def device_values(a: DeviceAgg, seconds: float) -> dict[str, Optional[float]]:
     ios = sum(a.ios.get(op, 0) for op in DATA_OPS)
     nbytes = sum(a.bytes.get(op, 0) for op in DATA_OPS)
     seeks = a.seek_sequential + a.seek_other
-    h = a.hist.get
+    cache: dict[str, Optional[Histogram]] = {}
+
+    def h(key: str) -> Optional[Histogram]:
+        if key not in cache:
+            cache[key] = a.hist(key)
+        return cache[key]
     total = h("total")
     return {
         "iops": ios / seconds if seconds else None,
@@ -164,31 +197,47 @@ def _osd(a: DeviceAgg) -> str:
     return f"osd.{a.osd_id}" + (f" {a.osd_role}" if a.osd_role else "")
 
 
+def aggregate(run: Run, phases: list[Phase]) -> dict[tuple[int, int], PhaseAgg]:
+    """(phase position, host index) -> PhaseAgg, in one pass over the run's Updates."""
+    out: dict[tuple[int, int], PhaseAgg] = {}
+    for host, u in run.iter_updates():
+        for n, p in enumerate(phases):
+            if p.contains(host, u):
+                a = out.get((n, host))
+                if a is None:
+                    a = out[(n, host)] = PhaseAgg()
+                a.add(u)
+    return out
+
+
 def phase_rows(run: Run, phases: Optional[list[Phase]] = None, idle: bool = False
                ) -> tuple[list[Row], list[ThreadRow]]:
     """Device rows (devices without IO in the phase left out unless idle) and every sync
     thread with calls, per phase x host."""
+    phases = run.phases() if phases is None else phases
+    aggs = aggregate(run, phases)
     rows: list[Row] = []
     trows: list[ThreadRow] = []
-    for p in phases if phases is not None else run.phases():
+    for n, p in enumerate(phases):
         for h in run.hosts:
-            ups = p.updates(h.index, h.updates)
-            if not ups:
+            pa = aggs.get((n, h.index))
+            if pa is None:
                 continue
-            seconds, devs, threads = aggregate(ups)
-            for name in sorted(devs):
-                a = devs[name]
+            seconds = pa.seconds
+            for name in sorted(pa.devices):
+                a = pa.devices[name]
                 v = device_values(a, seconds)
                 if not idle and not v["ios"] and not a.ios.get("flush"):
                     continue
                 rows.append(Row(p, h.name, name, _osd(a), seconds, v))
-            for t in sorted(threads.values(), key=lambda t: (-t.calls, t.pid, t.tid)):
+            for t in sorted(pa.threads.values(), key=lambda t: (-t.calls, t.pid, t.tid)):
                 if not t.calls:
                     continue
+                lat = t.acc.histogram()
                 trows.append(ThreadRow(p, h.name, t, {
                     "calls_s": t.calls / seconds if seconds else None,
                     "calls": float(t.calls), "fsync": float(t.fsync),
                     "fdatasync": float(t.fdatasync),
                     "sync_file_range": float(t.sync_file_range),
-                    "p50": _pct(t.latency, 50), "p99": _pct(t.latency, 99)}))
+                    "p50": _pct(lat, 50), "p99": _pct(lat, 99)}))
     return rows, trows
