@@ -17,12 +17,12 @@ from ..client import DEFAULT_TARGET, BadTarget, Client, parse_target
 from ..errors import InvalidArgument, IopulseError
 from ..phases.fio import FioJobFileError
 from ..record.reader import RunFileError
-from . import info, mark, record, report, snapshot, top, watch
+from . import compare, info, mark, record, report, snapshot, top, watch
 from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, seconds,
                      target)
 
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
-                                   for m in (info, snapshot, top, watch, mark, record, report)}
+                                   for m in (info, snapshot, top, watch, mark, record, report, compare)}
 MULTI_TARGET = {"record"}     # commands that take --target more than once
 
 EXAMPLES = """examples:
@@ -74,11 +74,39 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _command_of(argv: list[str]) -> Optional[str]:
+    """The command word of argv (global options and their values skipped)."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        takes_value = argv[i] in ("--target", "--connect-timeout", "--timeout")
+        i += 2 if takes_value else 1
+    return argv[i] if i < len(argv) else None
+
+
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     """Parse argv; options left out take their defaults, --target from $IOPULSE_TARGET (a bad
     value there is a usage error naming the variable)."""
     p = parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    other = None
+    if _command_of(argv) == "compare" and "--" in argv:
+        i = argv.index("--")            # compare BASE... -- OTHER... [options]
+        argv, rest = argv[:i], argv[i + 1:]
+        other = []
+        while rest:                     # options may follow the runs too
+            a = rest.pop(0)
+            if a.startswith("--") and a.split("=")[0] in compare.OPTIONS_WITH_VALUE \
+                    and "=" not in a and rest:
+                argv += [a, rest.pop(0)]
+            elif a.startswith("-") and len(a) > 1:
+                argv.append(a)
+            else:
+                other.append(a)
     args = p.parse_args(argv)
+    if args.cmd == "compare":
+        if not other:
+            p.error("compare: give the base runs, then --, then the other runs")
+        args.other = other
     for k, v in GLOBAL_DEFAULTS.items():
         if not hasattr(args, k):
             setattr(args, k, v)
