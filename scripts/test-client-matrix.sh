@@ -4,8 +4,11 @@
 #   newest  the newest grpcio, protobuf and rich on PyPI, installed before the client as a
 #           user's other packages would have them; pip must keep them (fails if it changed one,
 #           or if any of them is not the newest release);
-#   oldest  the oldest versions pyproject.toml allows (clients/python/constraints-oldest.txt).
-# In each: the client's unit tests and the gRPC integration tests against the real daemon.
+#           With the report extra (pandas, matplotlib, pyarrow, newest too).
+#   oldest  the oldest versions pyproject.toml allows (clients/python/constraints-oldest.txt),
+#           base install only: recording, reports as tables, compare need no analysis stack.
+# In each: the client's unit tests and the gRPC, phase and recording integration tests against
+# the real daemon; in newest also the HTML, plot and export tests.
 # Needs build/iopulsed (scripts/test.sh builds it) and root. Run from anywhere.
 set -eu
 cd "$(dirname "$0")/.."
@@ -33,7 +36,7 @@ for kind in newest oldest; do
 	fi
 	before=$(versions "$V")
 	if [ "$kind" = newest ]; then
-		"$V/bin/pip" install $PIP "./clients/python[test]"
+		"$V/bin/pip" install $PIP "./clients/python[test,report]"
 	else
 		"$V/bin/pip" install $PIP -c "$CONSTRAINTS" "./clients/python[test]"
 	fi
@@ -54,6 +57,9 @@ for kind in newest oldest; do
 	fi
 	"$V/bin/iopulse" --version
 	"$V/bin/python" -m pytest -q -p no:cacheprovider clients/python/tests
+	more=""
+	[ "$kind" = newest ] && more=tests/integration/test_report_files.py
+	# shellcheck disable=SC2086 # one word or none
 	"$V/bin/python" -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
-		tests/integration/test_phases.py tests/integration/test_record.py
+		tests/integration/test_phases.py tests/integration/test_record.py $more
 done

@@ -10,6 +10,7 @@
 from .client import DEFAULT_TARGET, Client, Phase, RetryPolicy, Subscription, parse_target
 from .errors import (Cancelled, DeadlineExceeded, InvalidArgument, IopulseError, NotFound,
                      ResourceExhausted, Unavailable)
+from .data import load
 from .histogram import Histogram
 from .model import (AgentCost, DeviceInfo, DeviceStats, Drops, HistogramLayout, Info, OpStats,
                     PhaseMark, ThreadSync, Update)
@@ -19,5 +20,5 @@ __version__ = "0.1.0"
 __all__ = ["Client", "Subscription", "Phase", "RetryPolicy", "DEFAULT_TARGET", "parse_target",
            "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "PhaseMark", "Drops",
            "Info", "DeviceInfo", "HistogramLayout", "AgentCost", "IopulseError", "Unavailable",
-           "InvalidArgument", "NotFound", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
+           "InvalidArgument", "NotFound", "load", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
            "__version__"]

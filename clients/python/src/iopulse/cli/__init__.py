@@ -17,12 +17,14 @@ from ..client import DEFAULT_TARGET, BadTarget, Client, parse_target
 from ..errors import InvalidArgument, IopulseError
 from ..phases.fio import FioJobFileError
 from ..record.reader import RunFileError
-from . import compare, info, mark, record, report, snapshot, top, watch
+from ..data import MissingExtra
+from . import compare, export, info, mark, plot, record, report, snapshot, top, watch
 from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, seconds,
                      target)
 
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
-                                   for m in (info, snapshot, top, watch, mark, record, report, compare)}
+                                   for m in (info, snapshot, top, watch, mark, record, report, compare,
+                                             export, plot)}
 MULTI_TARGET = {"record"}     # commands that take --target more than once
 
 EXAMPLES = """examples:
@@ -95,7 +97,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         other = []
         while rest:                     # options may follow the runs too
             a = rest.pop(0)
-            if a.startswith("--") and a.split("=")[0] in compare.OPTIONS_WITH_VALUE \
+            if a.startswith("-") and a.split("=")[0] in compare.OPTIONS_WITH_VALUE \
                     and "=" not in a and rest:
                 argv += [a, rest.pop(0)]
             elif a.startswith("-") and len(a) > 1:
@@ -156,6 +158,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except InvalidArgument as e:
         print(f"iopulse: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except MissingExtra as e:
+        print(f"iopulse: {e}", file=sys.stderr)
+        return EXIT_SERVER
     except FileExistsError as e:
         print(f"iopulse: {e.filename}: exists (--force overwrites it)", file=sys.stderr)
         return EXIT_USAGE

@@ -24,14 +24,19 @@ run on a side, the phase's intervals are the samples and the bar is p < 0.01 and
 are green when better (more IOPS, less latency), red when worse."""
 CONNECTS = False
 KIND = {"iops": "rate", "mbps": "rate2"}
-OPTIONS_WITH_VALUE = ("--format", "--min-change", "--target", "--timeout", "--connect-timeout")
+OPTIONS_WITH_VALUE = ("--format", "--min-change", "-o", "--output", "--target", "--timeout",
+                      "--connect-timeout")
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("runs", nargs="+", metavar="RUN",
                    help="BASE runs, then --, then the OTHER runs")
     # the OTHER runs (after --) are split off before argparse sees them: args.other
-    s.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    s.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
+                   help="table (terminal, default), markdown, json, or html (flagged changes "
+                        "coloured)")
+    s.add_argument("-o", "--output", default="-", metavar="FILE",
+                   help="write here instead of standard output (markdown, json, html)")
     s.add_argument("--min-change", type=float, default=10.0, metavar="PCT",
                    help="smallest change in percent that is flagged (default 10)")
     s.add_argument("--all", action="store_true",
@@ -44,6 +49,15 @@ def _value(c: Change, v: Any) -> str:
 
 def _shown(changes: list[Change], everything: bool) -> list[Change]:
     return [c for c in changes if everything or c.flagged or c.metric == "iops"]
+
+
+def _emit(path: str, text: str) -> int:
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        with open(path, "w") as f:
+            f.write(text)
+    return EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,10 +74,9 @@ def run(args: argparse.Namespace) -> int:
             f"{sum(c.flagged for c in changes)} of {len(changes)} comparisons flagged "
             f"(basis: {changes[0].basis if changes else '-'})")
     if args.format == "json":
-        json.dump({"base": bpaths, "other": opaths, "changes": [c.to_dict() for c in changes]},
-                  sys.stdout, indent=1)
-        sys.stdout.write("\n")
-        return EXIT_OK
+        return _emit(args.output, json.dumps(
+            {"base": bpaths, "other": opaths, "changes": [c.to_dict() for c in changes]},
+            indent=1) + "\n")
     cols = ["phase", "host", "device", "metric", "base", "other", "change", "p", "", "labels"]
     rows = []
     for c in shown:
@@ -75,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
                          "-" if c.p is None else f"{c.p:.3f}", mark,
                          " ".join(f"{k}={a}->{b}" for k, (a, b) in sorted(
                              c.labels_changed.items()))]))
+    if args.format == "html":
+        from ..report.html import compare_page
+
+        return _emit(args.output, compare_page(
+            head, cols, [r for _, r in rows],
+            ["" if not c.flagged else ("better" if c.better else "worse") for c, _ in rows]))
     if args.format == "markdown":
         out = [f"# iopulse compare\n\n```\n{head}\n```\n", "| " + " | ".join(cols) + " |",
                "|" + "|".join("---" for _ in cols) + "|"]
@@ -82,8 +101,7 @@ def run(args: argparse.Namespace) -> int:
             if c.flagged:
                 r[8] = f"**{r[8]}**"
             out.append("| " + " | ".join(x.replace("|", "\\|") for x in r) + " |")
-        sys.stdout.write("\n".join(out) + "\n")
-        return EXIT_OK
+        return _emit(args.output, "\n".join(out) + "\n")
     from rich.table import Table
 
     con = console()

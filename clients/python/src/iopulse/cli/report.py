@@ -15,6 +15,7 @@ EXAMPLES = """examples:
   iopulse report run1.iopulse
   iopulse report run1.iopulse --format markdown > run1.md
   iopulse report run1.iopulse --format csv --phase 'rand*'
+  iopulse report run1.iopulse --format html -o run1.html
 
 Per phase x host x device: IOPS, MB/s, queue wait p50/p99/p99.9, service p50/p99, total
 p99/max, sequential %, seek distance p50 (sectors), request size p50, flushes/s and the p99
@@ -22,13 +23,14 @@ of requests carrying a preflush; per phase the busiest sync threads. Latency col
 reads and writes; rates are per second of the phase's intervals. Phases from marks are exact
 (their edges are interval edges); imported ones say how far their edges may be off."""
 CONNECTS = False
-FORMATS = ("table", "markdown", "csv", "json")
+FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("run", metavar="RUN", help="a run file written by iopulse record")
     s.add_argument("--format", choices=FORMATS, default="table",
-                   help="table (terminal, default), markdown, csv or json")
+                   help="table (terminal, default), markdown, csv, json, or html (one "
+                        "self-contained page with the plots; needs iopulse[report])")
     s.add_argument("-o", "--output", default="-", metavar="FILE",
                    help="write here instead of standard output")
     s.add_argument("--phase", action="append", default=[], metavar="GLOB",
@@ -56,7 +58,13 @@ def run(args: argparse.Namespace) -> int:
                 con.width = 240
             con.print(rich_report(r, rows, trows))
         return EXIT_OK
-    if args.format == "markdown":
+    if args.format == "html":
+        from ..data import require
+        from ..report.html import html_report
+
+        require("matplotlib", "--format html")
+        text = html_report(r, rows, trows)
+    elif args.format == "markdown":
         text = markdown_report(r, rows, trows)
     elif args.format == "csv":
         text = csv_report(rows)

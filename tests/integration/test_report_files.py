@@ -1,0 +1,163 @@
+"""The report extra on a real recording: the HTML page in a real headless browser, plots that
+are not blank, iopulse.load() DataFrames against the report, export to CSV, JSON lines and
+Parquet."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from grpc_testlib import iopulse
+from iopulse_testlib import wait_idle
+
+CLIENT_SRC = os.path.dirname(os.path.dirname(iopulse.__file__))
+ENV = dict(os.environ, PYTHONPATH=CLIENT_SRC)
+
+JOBS = """[global]
+filename={dev}
+direct=1
+size=100M
+time_based=1
+runtime=2
+ioengine=psync
+
+[fill-seq]
+rw=write
+bs=128k
+
+[rand-read]
+stonewall
+rw=randread
+bs=4k
+"""
+
+
+def iopulse_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "iopulse", *args]
+
+
+def run_ok(argv: list[str], timeout: float = 180) -> subprocess.CompletedProcess:
+    p = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"{argv}: {p.stderr}"
+    return p
+
+
+def browser_dom(path: str) -> str:
+    """The page's DOM after load, as Debian's chromium renders it headless."""
+    argv = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--virtual-time-budget=5000", f"--user-data-dir={os.path.dirname(path)}/chromium",
+            "--dump-dom", f"file://{path}"]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)   # the browser and its helper processes
+            p.wait(10)
+    assert p.returncode == 0, f"chromium exited {p.returncode}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, daemon_bin, default_config, require_root):
+    """One recording of two fio phases on a loop device, shared by the tests here."""
+    from conftest import DaemonFactory, LoopFactory
+
+    tmp = tmp_path_factory.mktemp("report")
+    loops, daemons = LoopFactory(), DaemonFactory(daemon_bin, tmp, default_config)
+    try:
+        lo = loops("128M", fill=True)
+        d = daemons("-i", "1s", "--devices", lo.name)
+        job = tmp / "two.fio"
+        job.write_text(JOBS.format(dev=lo.path))
+        out = str(tmp / "run.iopulse")
+        wait_idle(lo.name)
+        run_ok(iopulse_cmd("record", "-o", out, "--target", f"unix:{d.socket}", "--", "fio",
+                           "--output=/dev/null", str(job)))
+        assert d.stop(signal.SIGTERM) == 0, d.describe()
+        yield out, lo.name, tmp
+    finally:
+        daemons.cleanup()
+        errors = loops.cleanup()
+        assert not errors, errors
+
+
+def test_html_report_in_a_real_browser(recorded):
+    out, dev, tmp = recorded
+    page = str(tmp / "report.html")
+    run_ok(iopulse_cmd("report", out, "--format", "html", "-o", page))
+    dom = browser_dom(page)
+    for name in ("fill-seq", "rand-read", dev):
+        assert name in dom, f"{name} not on the page"
+    import re
+    m = re.search(r'<body[^>]*data-images="(\w+) (\d+)"', dom)
+    assert m, "the page's load check did not run"
+    # throughput, heatmap and per-phase plots of the device (no sync calls: no thread plot)
+    assert m.group(1) == "loaded" and int(m.group(2)) == 3, m.group(0)
+
+
+def test_plots_are_not_blank(recorded):
+    out, dev, tmp = recorded
+    import matplotlib.image as mpimg
+
+    d = str(tmp / "plots")
+    paths = run_ok(iopulse_cmd("plot", out, "-o", d)).stdout.split()
+    names = {os.path.basename(p) for p in paths}
+    assert {"throughput.png", f"heatmap-0-{dev}.png", f"phases-0-{dev}.png"} <= names, names
+    for p in paths:
+        img = mpimg.imread(p)[..., :3]
+        inked = (img.min(axis=2) < 0.9).mean()
+        assert inked > 0.03, f"{p}: only {inked:.1%} of the pixels are not white"
+        assert img.std() > 0.05, f"{p}: no contrast"
+    svg = run_ok(iopulse_cmd("plot", out, "-o", d + "-svg", "--format", "svg")).stdout.split()
+    assert all(open(p).read(200).lstrip().startswith("<?xml") for p in svg)
+
+
+def test_load_dataframes_agree_with_the_report(recorded):
+    out, dev, _ = recorded
+    f = iopulse.load(out)
+    ph = f.phases
+    assert {"fill-seq", "rand-read"} <= set(ph["phase"])
+    for name, op in (("fill-seq", "write"), ("rand-read", "read")):
+        want = int(ph[(ph.phase == name) & (ph.device == dev)]["ios"].iloc[0])
+        iv = f.intervals
+        got = int(iv[(iv.phase == name) & (iv.device == dev) & (iv.op == op)]["ios"].sum())
+        assert got == want > 0, f"{name}: intervals {got}, phase {want}"
+    assert str(f.intervals["start"].dt.tz) == "UTC"
+
+
+def test_export_formats(recorded):
+    out, dev, tmp = recorded
+    for fmt in ("csv", "jsonl"):
+        d = str(tmp / f"export-{fmt}")
+        run_ok(iopulse_cmd("export", out, "--format", fmt, "-o", d))
+        for table in ("intervals", "phases", "threads"):
+            assert os.path.exists(os.path.join(d, f"{table}.{fmt}"))
+    lines = open(str(tmp / "export-jsonl" / "phases.jsonl")).read().splitlines()
+    assert any(json.loads(x)["phase"] == "rand-read" for x in lines)
+    d = str(tmp / "export-parquet")
+    p = subprocess.run(iopulse_cmd("export", out, "--format", "parquet", "-o", d), env=ENV,
+                       capture_output=True, text=True, timeout=180)
+    if importlib.util.find_spec("pyarrow") is None:
+        # Debian 12 has no pyarrow: the message says what to install
+        assert p.returncode == 1 and "iopulse[report]" in p.stderr, p.stderr
+    else:
+        assert p.returncode == 0, p.stderr
+        import pandas as pd
+        iv = pd.read_parquet(os.path.join(d, "intervals.parquet"))
+        csv_rows = len(open(str(tmp / "export-csv" / "intervals.csv")).read().splitlines()) - 1
+        assert len(iv) == csv_rows > 0
+
+
+def test_compare_html(recorded):
+    out, _, tmp = recorded
+    page = str(tmp / "compare.html")
+    run_ok(iopulse_cmd("compare", out, "--", out, "--format", "html", "-o", page))
+    dom = browser_dom(page)
+    assert "fill-seq" in dom and "0 of " in dom and "flagged" in dom
