@@ -103,6 +103,11 @@ def test_a_dead_clients_phases_end_abandoned(daemon):
             opened = c.info().open_phases
             assert [(m.name, m.session) for m in opened] == [("outer", "doomed"),
                                                              ("inner", "doomed")]
+            top = subprocess.run([sys.executable, "-m", "iopulse", "--target", target, "top",
+                                  "--once"], env=env, capture_output=True, text=True,
+                                 timeout=30)
+            assert top.returncode == 0, top.stderr
+            assert "phase now: outer > inner for" in top.stdout, top.stdout
             p.kill()
             p.wait(10)
             wait_for(lambda: not c.info().open_phases, 10, "the daemon to end the phases")

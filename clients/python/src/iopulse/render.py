@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from .histogram import Histogram
-from .model import DeviceStats, ThreadSync, Update
+from .model import DeviceStats, PhaseMark, ThreadSync, Update
 
 SORT_KEYS = ("iops", "mbps", "qwait", "svc", "name")
 DATA_OPS = ("read", "write", "discard")   # counted in IOPS and MB/s
@@ -91,9 +91,22 @@ def title(u: Update, what: str) -> str:
     return f"{what}  seq {u.seq}  {when}  window {u.duration_s:.2f}s{extra}"
 
 
+def open_phases_line(u: Update, open_now: Sequence[PhaseMark]) -> str:
+    """'phase now: run > randwrite [bs=4k] for 12.3 s' (innermost last); '' for none."""
+    if not open_now:
+        return ""
+    parts = []
+    for m in open_now:
+        lab = " ".join(f"{k}={v}" for k, v in sorted(m.labels.items()) if k != "command")
+        parts.append(m.name + (f" [{lab}]" if lab else ""))
+    since = (u.end_realtime_ns - open_now[-1].realtime_ns) / 1e9 if u.end_realtime_ns else 0
+    return f"phase now: {' > '.join(parts)} for {max(0.0, since):.1f} s"
+
+
 def render(u: Update, what: str, globs: Sequence[str] = (), sort: str = "iops",
-           nthreads: int = 10) -> Any:
-    """A rich renderable: the device table, the busiest sync threads, phase marks, drops."""
+           nthreads: int = 10, open_now: Sequence[PhaseMark] = ()) -> Any:
+    """A rich renderable: the phase open now, the device table, the busiest sync threads,
+    phase marks, drops."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -107,6 +120,9 @@ def render(u: Update, what: str, globs: Sequence[str] = (), sort: str = "iops",
                     fmt_ns(r.qwait_p99), fmt_ns(r.svc_p50), fmt_ns(r.svc_p99),
                     fmt_num(r.seq_pct), fmt_num(r.flushes, 1), fmt_ns(r.flush_p99))
     parts: list[Any] = [dev]
+    line = open_phases_line(u, open_now)
+    if line:
+        parts.insert(0, Text(line, style="bold"))
     if nthreads > 0:
         thr = Table(title="busiest sync threads", title_justify="left", expand=False)
         for col in ("thread", "process", "pid/tid", "OSD", "device", "calls/s", "p99"):

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Optional
 
 from ..client import Client
 from ..errors import IopulseError
+from ..phases.live import OpenPhases
 from ..render import SORT_KEYS, render
 from .common import EXIT_OK, console, int_at_least
 
@@ -41,9 +42,14 @@ def run(c: Client, args: argparse.Namespace) -> int:
 
     con = console()
     what = f"iopulse top {c.target}"
+    phases: Optional[OpenPhases] = None
 
     def table(u: Any) -> Any:
-        return render(u, what, args.device, args.sort, args.threads)
+        nonlocal phases
+        if phases is None:      # the phases open when we connected, then the marks we see
+            phases = OpenPhases(c.info().open_phases)
+        phases.update(u)
+        return render(u, what, args.device, args.sort, args.threads, phases.now())
 
     if args.once or not con.is_terminal:
         with c.subscribe(interval_multiple=args.interval_multiple) as sub:
