@@ -119,6 +119,22 @@ def test_fio_jobs_become_exact_phases(loopdev, daemon, tmp_path):
         text=True, timeout=60).stdout)))
     seq = [r for r in rows_csv if r["phase"] == "seqwrite" and r["device"] == lo.name]
     assert float(seq[0]["writes"]) == dev["seqwrite"].values["writes"]
+    # the same phases imported after the fact from fio's JSON: edges within the accuracy
+    # the importer states (fio 3.33 has no job_start: 1 s)
+    imp = subprocess.run(iopulse_cmd("phases", "import", out, str(fio_json)), env=ENV,
+                         capture_output=True, text=True, timeout=60)
+    assert imp.returncode == 0, imp.stderr
+    again = load(out)
+    assert again.complete
+    exact = {p.name: p for p in again.phases() if p.exact}
+    imported = [p for p in again.phases() if not p.exact]
+    assert sorted(p.name for p in imported) == ["randwrite", "seqwrite", "syncwrite"]
+    for p in imported:
+        e = exact[p.name]
+        ds, de = (p.start_real_ns - e.start_real_ns) / 1e9, (p.end_real_ns - e.end_real_ns) / 1e9
+        print(f"imported {p.name}: start {ds:+.3f} s, end {de:+.3f} s from the marked edges "
+              f"(stated accuracy {p.accuracy_s:g} s)")
+        assert abs(ds) <= p.accuracy_s and abs(de) <= p.accuracy_s
     assert d.stop(signal.SIGTERM) == 0, d.describe()
 
 

@@ -117,7 +117,7 @@ def test_json_import_old_fio_walks_back_from_the_report_time():
                      "job options": {}}]}
     ph = fio.phases_from_json(doc)
     assert [(p["name"], p["start_realtime_ns"] // 10**9, p["accuracy_s"]) for p in ph] == \
-        [("a", 1700000001, 1.0), ("b", 1700000005, 1.0)]
+        [("a", 1700000002, 1.0), ("b", 1700000005, 0.5)]
 
 
 def test_json_import_rejects_other_json():

@@ -18,13 +18,14 @@ from ..errors import InvalidArgument, IopulseError
 from ..phases.fio import FioJobFileError
 from ..record.reader import RunFileError
 from ..data import MissingExtra
-from . import compare, export, info, mark, plot, record, report, snapshot, top, watch
+from . import (compare, export, info, mark, phases, plot, record, report, snapshot, top,
+               watch)
 from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, seconds,
                      target)
 
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
                                    for m in (info, snapshot, top, watch, mark, record, report, compare,
-                                             export, plot)}
+                                             phases, export, plot)}
 MULTI_TARGET = {"record"}     # commands that take --target more than once
 
 EXAMPLES = """examples:

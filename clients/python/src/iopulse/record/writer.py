@@ -105,3 +105,22 @@ class RunWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def append_json(path: str, records: list[dict[str, Any]]) -> None:
+    """Add JSON records to a finished run file, as one more gzip member (a gzip file may hold
+    several; the reader reads them one after the other). The file is fsynced."""
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)
+    out = bytearray()
+    for r in records:
+        out += z.compress(frame(KIND_JSON, json.dumps(r, separators=(",", ":"),
+                                                      sort_keys=True).encode()))
+    out += z.flush(zlib.Z_FINISH)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    try:
+        view = memoryview(bytes(out))
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)

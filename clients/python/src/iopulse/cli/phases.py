@@ -1,0 +1,106 @@
+"""iopulse phases: list a run's phases, or import phases from a tool's saved output."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ..record.reader import load
+from ..record.writer import append_json
+from .common import EXIT_OK, EXIT_USAGE
+
+HELP = "list a run's phases, or import them from saved fio JSON, rados bench output, CBT"
+EXAMPLES = """examples:
+  iopulse phases list run1.iopulse
+  iopulse phases import run1.iopulse fio-output.json
+  iopulse phases import run1.iopulse rados-bench-write.txt --end-time 2026-11-23T10:15:00Z
+  iopulse phases import run1.iopulse /srv/cbt/archive/
+
+For runs recorded without live marks (or a tool that ran elsewhere): the phases are added to
+the run file and reports use them. Their edges are on the wall clock and as accurate as the
+tool's output allows, which the report states per phase: fio >= 3.36 JSON (job_start) 1 ms;
+older fio JSON 0.5 s for the last stonewall group, 0.5 s more per group before it; rados bench output 1 s with its dated latency
+lines, else 5 s from the file's time; a CBT archive from the outputs in each run directory."""
+CONNECTS = False
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("action", choices=("list", "import"))
+    s.add_argument("run", metavar="RUN")
+    s.add_argument("sources", nargs="*", metavar="SOURCE",
+                   help="import: fio JSON files, rados bench output files, CBT archive "
+                        "directories")
+    s.add_argument("--format", choices=("auto", "fio", "rados", "cbt"), default="auto",
+                   help="what SOURCE is (default: told from its content)")
+    s.add_argument("--end-time", default=None, metavar="TIME",
+                   help="rados bench output without dated lines: when the last run ended "
+                        "(ISO 8601, e.g. 2026-11-23T10:15:00Z; default: the file's time)")
+    s.add_argument("--json", action="store_true", help="list: one JSON object per phase")
+
+
+def _parse_time(s: str) -> int:
+    from datetime import datetime, timezone
+
+    t = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return int(t.timestamp() * 1e9)
+
+
+def phases_from(path: str, fmt: str, end_time: Any) -> list[dict[str, Any]]:
+    if fmt == "cbt" or (fmt == "auto" and os.path.isdir(path)):
+        from ..phases.cbt import phases_from_archive
+
+        return phases_from_archive(path)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    if fmt == "fio" or (fmt == "auto" and text.lstrip().startswith("{")):
+        from ..phases.fio import phases_from_json
+
+        start = text.find("{")
+        try:
+            doc = json.loads(text[start:])
+        except ValueError as e:
+            raise ValueError(f"{path}: not fio JSON output: {e}") from None
+        return phases_from_json(doc)
+    from ..phases.rados import phases_from_output
+
+    end_ns = _parse_time(end_time) if end_time else int(os.stat(path).st_mtime * 1e9)
+    return phases_from_output(text, end_realtime_ns=end_ns)
+
+
+def run(args: argparse.Namespace) -> int:
+    r = load(args.run)
+    if args.action == "list":
+        for p in r.phases():
+            if args.json:
+                print(json.dumps(p.to_dict()))
+                continue
+            when = time.strftime("%H:%M:%S", time.localtime(p.start_real_ns / 1e9))
+            how = "exact" if p.exact else f"{p.source}, +-{p.accuracy_s:g}s"
+            print(f"{'  ' * p.depth}{p.name:24} {when} {p.duration_s:8.1f}s  {how}"
+                  f"{'  abandoned' if p.abandoned else ''}  {p.label_text()}")
+        return EXIT_OK
+    if not args.sources:
+        print("iopulse phases import: name at least one SOURCE", file=sys.stderr)
+        return EXIT_USAGE
+    if not r.complete:
+        print(f"iopulse phases import: {args.run} is incomplete ({r.damage}); phases can "
+              "only be added to a complete run", file=sys.stderr)
+        return EXIT_USAGE
+    events: list[dict[str, Any]] = []
+    for src in args.sources:
+        try:
+            got = phases_from(src, args.format, args.end_time)
+        except (OSError, ValueError) as e:
+            print(f"iopulse phases import: {src}: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        for e in got:
+            e["imported_from"] = os.path.abspath(src)
+        events += got
+        print(f"{src}: {len(got)} phase(s)", file=sys.stderr)
+    append_json(args.run, events)
+    return EXIT_OK
