@@ -1,0 +1,59 @@
+"""compare on synthetic runs, and the t distribution it relies on."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from fakes import make_update
+
+from iopulse.compare import compare
+from iopulse.record import RunWriter, load
+from iopulse.stats import t_two_sided_p, welch
+from iopulse._pb import iopulse_pb2 as pb
+
+
+@pytest.mark.parametrize("t, df, p", [(2.0, 10, 0.073388), (4.303, 2, 0.05), (1.96, 1e6, 0.05),
+                                      (0.0, 5, 1.0), (12.706, 1, 0.05)])
+def test_t_distribution(t, df, p):
+    assert t_two_sided_p(t, df) == pytest.approx(p, abs=2e-4)
+
+
+def test_welch_matches_the_textbook():
+    t, df, p = welch([1, 2, 3, 4], [2, 3, 4, 5, 9])
+    assert (t, df, p) == pytest.approx((1.5329, 5.9615, 0.17650), abs=1e-4)
+    assert welch([1], [2, 3]) is None
+    assert welch([5, 5], [5, 5])[2] == 1.0 and welch([5, 5], [6, 6])[2] == 0.0
+
+
+def make_run(path: str, iops: float, rnd: random.Random, seconds: int = 8) -> str:
+    with RunWriter(path) as w:
+        w.write_json({"type": "header", "format": 1})
+        w.write_json({"type": "agent", "host": 0, "target": "unix:/x"})
+        w.write_info(0, pb.Info(hostname="node").SerializeToString())
+        for s in range(1, seconds + 1):
+            u = make_update(s, with_thread=False)
+            n = max(1, int(rnd.gauss(iops, iops * 0.03)))
+            u.devices[0].write.ios = n
+            if s == 1:
+                u.phases.add(name="job", id=1, labels={"iodepth": str(int(iops))},
+                             monotonic_ns=u.end_monotonic_ns, realtime_ns=u.end_realtime_ns)
+            if s == seconds:
+                u.phases.add(name="job", id=2, end=True, begin_id=1,
+                             monotonic_ns=u.end_monotonic_ns, realtime_ns=u.end_realtime_ns)
+            w.write_update(0, u.SerializeToString())
+        w.close({"type": "end"})
+    return path
+
+
+def test_flags_a_change_and_not_repeats(tmp_path):
+    rnd = random.Random(3)
+    a = [load(make_run(str(tmp_path / f"a{i}"), 1000, rnd)) for i in range(3)]
+    b = [load(make_run(str(tmp_path / f"b{i}"), 1500, rnd)) for i in range(2)]
+    ch = {c.metric: c for c in compare(a[:2], b)}
+    assert ch["iops"].basis == "runs" and ch["iops"].flagged and ch["iops"].better
+    assert ch["iops"].change_pct == pytest.approx(50, abs=5)
+    assert ch["iops"].labels_changed == {"iodepth": ("1000", "1500")}
+    assert not [c for c in compare(a[:2], a[1:]) if c.flagged]
+    one = {c.metric: c for c in compare(a[:1], b[:1])}
+    assert one["iops"].basis == "intervals" and one["iops"].flagged
+    assert not [c for c in compare(a[:1], a[2:]) if c.flagged]
