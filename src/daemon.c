@@ -262,11 +262,8 @@ static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct i
 	int r;
 
 	/* phase marks made so far sit on this edge: cut them before the maps are read */
-	if (srv.hub) {
-		if (final)
-			phases_close_all(hub_phases(srv.hub));
+	if (srv.hub)
 		phases_cut(hub_phases(srv.hub));
-	}
 	r = aggregator_collect(pl->agg, c, &iv, final);
 
 	if (r) {
@@ -433,6 +430,8 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 			}
 		}
 	}
+	if (srv.hub)     /* iopulsed stops: open phases end with the last interval, abandoned */
+		phases_close_all(hub_phases(srv.hub));
 	rc = emit(&pl, o, cfg, true) ? 1 : 0;
 out:
 	serving_stop();

@@ -167,3 +167,29 @@ def test_bad_ends_and_the_mark_rate(daemon, tmp_path):
         assert refused is not None and "server.mark_rate" in str(refused)
         assert c.info().config["server.mark_rate"] == "2"
     assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+def test_a_reload_that_restarts_the_probes_keeps_phases_open(daemon, tmp_path):
+    """SIGHUP with a new histogram precision swaps the probes: an open phase stays open and
+    ends normally, not abandoned."""
+    cfg = tmp_path / "reload.yaml"
+    base = (REPO / "etc" / "iopulse.yaml").read_text()
+    cfg.write_text(base)
+    d = daemon("-i", "1s", config=str(cfg))
+    target = f"unix:{d.socket}"
+    col = Collector(target)
+    col.start()
+    col.started_ev.wait(10)
+    with iopulse.Client(target) as c:
+        begin = c.mark_phase("across-reload").mark
+        cfg.write_text(base.replace("precision: 5", "precision: 4"))
+        d.send_signal(signal.SIGHUP)
+        wait_for(lambda: "configuration reloaded" in d.stderr_text(), 15, "the reload")
+        assert [m.id for m in c.info().open_phases] == [begin.id]
+        end = c.mark_phase("across-reload", end=True).mark
+    assert end.begin_id == begin.id and not end.abandoned
+    wait_for(lambda: any(m.id == end.id for u in col.updates for m in u.phases), 10,
+             "the end mark")
+    col.stop()
+    assert not any(m.abandoned for u in col.updates for m in u.phases)
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
