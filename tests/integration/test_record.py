@@ -205,3 +205,39 @@ def test_exit_code_and_kill9_leaves_a_readable_file(daemon, tmp_path):
             time.sleep(0.2)
         assert not c.info().open_phases
     assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+def test_duration_replay_and_interrupt(daemon, tmp_path):
+    d = daemon("-i", "1s")
+    target = f"unix:{d.socket}"
+    time.sleep(3)                       # history for --replay
+    out = str(tmp_path / "dur.iopulse")
+    t0 = time.time_ns()
+    p = subprocess.run(iopulse_cmd("record", "-o", out, "--target", target, "--duration", "3s",
+                                   "--replay", "2"), env=ENV, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    run = load(out)
+    assert run.complete and run.end["status"] == "duration" and run.end["exit_code"] is None
+    w = run.hosts[0].windows
+    assert w[0].start_realtime_ns < t0 - 1_000_000_000, "--replay 2 reached back before start"
+    assert 4 <= len(w) <= 8, len(w)
+    (ph,) = run.phases()
+    assert ph.name == "record" and 2.5 < ph.duration_s < 5
+
+    # SIGINT to iopulse record alone (no terminal) is passed on to the command
+    out2 = str(tmp_path / "int.iopulse")
+    rec = subprocess.Popen(iopulse_cmd("record", "-o", out2, "--target", target, "--", "sleep",
+                                       "60"), env=ENV, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        rec.send_signal(signal.SIGINT)
+        rc = rec.wait(30)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait(10)
+    assert rc == 130, (rc, rec.stderr.read())
+    run = load(out2)
+    assert run.complete and run.end["status"] == "interrupted" and run.end["exit_code"] == 130
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
