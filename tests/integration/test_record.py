@@ -144,9 +144,12 @@ def test_two_daemons_in_one_run(loopdev, daemon, tmp_path):
     da = daemon("-i", "1s", "--devices", a.name)
     db = daemon("-i", "1s", "--devices", b.name)
     script = tmp_path / "two.sh"
+    mark = f"{sys.executable} -m iopulse mark"
     script.write_text("#!/bin/sh\nset -e\n"
                       f"dd if=/dev/zero of={a.path} bs=4k count=300 oflag=direct status=none\n"
-                      f"dd if=/dev/zero of={b.path} bs=4k count=500 oflag=direct status=none\n")
+                      f"{mark} fill-b --label step=2\n"
+                      f"dd if=/dev/zero of={b.path} bs=4k count=500 oflag=direct status=none\n"
+                      f"{mark} fill-b --end\n")
     script.chmod(0o755)
     out = str(tmp_path / "two.iopulse")
     wait_idle(a.name)
@@ -160,6 +163,12 @@ def test_two_daemons_in_one_run(loopdev, daemon, tmp_path):
     rows, _ = phase_rows(run)
     got = {(r.host, r.device): r.values["writes"] for r in rows if r.phase.name == "two.sh"}
     assert got == {(run.hosts[0].name, a.name): 300, (run.hosts[1].name, b.name): 500}, got
+    # `iopulse mark` run by the command went through the recorder to both daemons
+    (step,) = [p for p in run.phases() if p.name == "fill-b"]
+    assert sorted(step.hosts) == [0, 1] and step.labels == {"step": "2"}
+    assert step.parent == "two.sh"
+    got = {(r.host, r.device): r.values["writes"] for r in rows if r.phase.name == "fill-b"}
+    assert got == {(run.hosts[1].name, b.name): 500}, got
     for dd in (da, db):
         assert dd.stop(signal.SIGTERM) == 0, dd.describe()
 

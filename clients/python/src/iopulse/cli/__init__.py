@@ -119,6 +119,7 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         p.error("mark: --id names the begin that an --end closes; a begin gets its id from "
                 "the daemon")
     targets = args.target
+    args.target_given = targets is not None
     if targets is None:
         env = os.environ.get(ENV_TARGET)
         targets = [DEFAULT_TARGET]

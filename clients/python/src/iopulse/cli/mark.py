@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from ..client import Client
+from ..errors import InvalidArgument, IopulseError
 from .common import EXIT_OK, int_at_least, label
 
 HELP = 'mark the begin (or --end) of a named phase, e.g. a benchmark step'
@@ -17,7 +19,8 @@ The daemon closes its current interval at the mark, so the phase edge is an inte
 IO started after this command returns is counted after the mark. Prints the daemon's
 timestamp and the mark's id. Phases may nest; an end closes the latest open phase of that
 name in this session ($IOPULSE_SESSION, set by iopulse record), or the one with --id. At
-most server.mark_rate marks per second (default 20)."""
+most server.mark_rate marks per second (default 20). Run by a command under iopulse record
+(without --target), the mark goes through the recorder to every daemon it records."""
 CONNECTS = True
 
 
@@ -33,7 +36,30 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                    help="a label of the mark (repeatable)")
 
 
+def _through_recorder(sock: str, args: argparse.Namespace) -> int:
+    from ..record.broker import request
+
+    if args.id:
+        raise InvalidArgument("mark: --id is not available inside iopulse record (the phase "
+                              "has an id on every daemon); end it by NAME", sock)
+    try:
+        r = request(sock, {"op": "end" if args.end else "begin", "name": args.name,
+                           "labels": dict(args.label)})
+    except OSError as e:
+        raise IopulseError(f"mark: the recorder at $IOPULSE_RECORD={sock} is not reachable: "
+                           f"{e}", sock) from None
+    if not r.get("ok"):
+        raise InvalidArgument(f"mark: {r.get('error')}", sock)
+    for m in r.get("marks", []):
+        print(f"{'end' if m['end'] else 'begin'} {m['name']} on host {m['host']}: realtime_ns "
+              f"{m['realtime_ns']}, id {m['id']}")
+    return EXIT_OK
+
+
 def run(c: Client, args: argparse.Namespace) -> int:
+    sock = os.environ.get("IOPULSE_RECORD")
+    if sock and not getattr(args, "target_given", True):
+        return _through_recorder(sock, args)
     m = c.mark_phase(args.name, end=args.end, phase_id=args.id, **dict(args.label)).mark
     secs, ns = divmod(m.realtime_ns, 1_000_000_000)
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ns:09d}Z"

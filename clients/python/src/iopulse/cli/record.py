@@ -27,7 +27,8 @@ The command's lifetime is a phase (named after the command). fio's jobs become p
 their own, marked by hooks fio runs right before each job's first IO and after its last
 (labels rw, bs, iodepth, numjobs, ioengine); a stonewall group of several jobs gets a phase
 around them. Commands run under the recording see $IOPULSE_SESSION, $IOPULSE_RECORD (the hook
-socket) and $IOPULSE_TARGET. Ctrl-C is passed on to the command; iopulse record exits with
+socket: `iopulse mark` run by the command marks on every target through it) and
+$IOPULSE_TARGET. Ctrl-C is passed on to the command; iopulse record exits with
 the command's exit status. Then: iopulse report RUN."""
 CONNECTS = False
 
@@ -112,6 +113,10 @@ class _Child:
             signal.signal(sig, h)
 
 
+def _no_keys(key: str) -> list[Any]:
+    raise LookupError(f"no phases for hook key {key!r}")
+
+
 def _exit_status(rc: int) -> int:
     return 128 - rc if rc < 0 else rc
 
@@ -141,13 +146,14 @@ def run(args: argparse.Namespace) -> int:
         outer = rec.begin(outer_name, labels)
         try:
             if cmd:
+                sock = os.path.join(tmp, "hooks.sock")
                 env = dict(os.environ, IOPULSE_SESSION=rec.session,
-                           IOPULSE_TARGET=rec.clients[0].target)
-                argv, phases_of = cmd, None
+                           IOPULSE_TARGET=rec.clients[0].target, IOPULSE_RECORD=sock)
+                argv: list[str] = cmd
+                phases_of: Any = _no_keys
                 if not args.no_detect and os.path.basename(cmd[0]) == "fio":
                     from ..phases import fio
 
-                    sock = os.path.join(tmp, "hooks.sock")
                     plan = fio.plan(cmd, fio.hook_command(sys.executable, hook_script_path(),
                                                           sock), tmp)
                     for note in plan.notes:
@@ -157,8 +163,8 @@ def run(args: argparse.Namespace) -> int:
                         say(f"fio: {len(plan.jobs)} job(s) in "
                             f"{len({j.group for j in plan.jobs})} stonewall group(s) become "
                             "phases")
-                        broker = Broker(sock, phases_of, rec.begin, rec.end)
-                        env["IOPULSE_RECORD"] = sock
+                # hooks, and `iopulse mark` run by the command, mark through us on every host
+                broker = Broker(sock, phases_of, rec.begin, rec.end)
                 rc, status = _run_command(argv, env, args.duration, say)
             else:
                 status = _wait(args.duration, rec, say)

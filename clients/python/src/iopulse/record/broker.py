@@ -1,5 +1,7 @@
-"""The recorder's hook socket: a tool's hooks (record/hook.py) enter and leave keys; the
-first enter of a phase begins it on every daemon, the last leave ends it."""
+"""The recorder's hook socket ($IOPULSE_RECORD for the recorded command): a tool's hooks
+(record/hook.py) enter and leave keys, the first enter of a phase begins it on every daemon,
+the last leave ends it; `iopulse mark` run by the command begins and ends named phases on
+every daemon the same way. One JSON line each way."""
 from __future__ import annotations
 
 import json
@@ -15,7 +17,7 @@ PhaseSpec = tuple[str, str, dict[str, str]]
 class Broker:
     def __init__(self, path: str, phases_of: Callable[[str], list[PhaseSpec]],
                  begin: Callable[[str, dict[str, str]], object],
-                 end: Callable[[object], None]) -> None:
+                 end: Callable[[object], object]) -> None:
         """begin(name, labels) marks a begin on every daemon and returns a token;
         end(token) ends it."""
         self.path = path
@@ -23,6 +25,7 @@ class Broker:
         self._begin, self._end = begin, end
         self._count: dict[str, int] = {}
         self._token: dict[str, object] = {}
+        self._named: dict[str, list[object]] = {}     # iopulse mark NAME: begun, not ended
         self._lock = threading.Lock()     # marks happen one at a time, in order
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(path)
@@ -53,8 +56,13 @@ class Broker:
                         return
                     data += chunk
                 req = json.loads(data)
-                self.apply(str(req["op"]), str(req["key"]))
-                reply = {"ok": True}
+                if req["op"] in ("begin", "end"):
+                    reply = {"ok": True, "marks": self.mark(
+                        str(req["name"]), {str(k): str(v) for k, v in
+                                           req.get("labels", {}).items()}, req["op"] == "end")}
+                else:
+                    self.apply(str(req["op"]), str(req["key"]))
+                    reply = {"ok": True}
             except Exception as e:  # noqa: BLE001 - told to the hook, which tells the user
                 reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
                 self.errors.append(reply["error"])
@@ -82,12 +90,30 @@ class Broker:
             else:
                 raise ValueError(f"unknown op {op!r}")
 
+    def mark(self, name: str, labels: dict[str, str], end: bool) -> list[dict[str, object]]:
+        """A named phase begun or ended on every daemon; the daemons' marks."""
+        with self._lock:
+            if not end:
+                token = self._begin(name, labels)
+                self._named.setdefault(name, []).append(token)
+                marks = token
+            else:
+                stack = self._named.get(name)
+                if not stack:
+                    raise LookupError(f"no phase named '{name}' was begun in this recording")
+                token = stack.pop()
+                marks = self._end(token)
+        return [dict(m.to_dict(), host=h) for h, m in (marks or {}).items()]  # type: ignore
+
     def end_all(self) -> None:
         """End what is still open (the tool died between its hooks), innermost first."""
         with self._lock:
             for pid in reversed(list(self._token)):
                 self._end(self._token.pop(pid))
             self._count.clear()
+            for stack in self._named.values():
+                while stack:
+                    self._end(stack.pop())
 
     def close(self) -> None:
         self._stop = True
@@ -101,3 +127,18 @@ class Broker:
             os.unlink(self.path)
         except OSError:
             pass
+
+
+def request(path: str, req: dict[str, object], timeout: float = 60.0) -> dict[str, object]:
+    """Send one request to a recorder's socket and return its reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(json.dumps(req).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data or b"{}")

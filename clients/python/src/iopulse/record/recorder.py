@@ -178,11 +178,12 @@ class Recorder:
     def begin(self, name: str, labels: dict[str, str]) -> dict[int, PhaseMark]:
         return self.mark(name, labels)
 
-    def end(self, token: object) -> None:
+    def end(self, token: object) -> dict[int, PhaseMark]:
         begins: dict[int, PhaseMark] = token  # type: ignore[assignment]
-        if begins:
-            first = next(iter(begins.values()))
-            self.mark(first.name, {}, end=True, begin=begins)
+        if not begins:
+            return {}
+        first = next(iter(begins.values()))
+        return self.mark(first.name, {}, end=True, begin=begins)
 
     def wait_caught_up(self, marks: dict[int, PhaseMark], timeout: float = 15.0) -> None:
         """Wait until every host's Update holding its mark is stored."""
