@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..histogram import Histogram
+from ..histogram import Histogram, bucket_index, bucket_lower
 from ..phases.model import Phase
 from ..record.reader import Run
 
@@ -162,6 +162,15 @@ def _pct(h: Optional[Histogram], q: float) -> Optional[float]:
     return None if h is None or not h.count else float(h.percentile(q))
 
 
+def _size_pct(h: Optional[Histogram], q: float) -> Optional[float]:
+    """Request sizes are round numbers (4 KiB, 64 KiB): the lower edge of the bucket, where
+    they sit, rather than its midpoint."""
+    if h is None or not h.count:
+        return None
+    v = h.percentile(q)
+    return float(bucket_lower(bucket_index(v, h.precision), h.precision))
+
+
 def device_values(a: DeviceAgg, seconds: float) -> dict[str, Optional[float]]:
     ios = sum(a.ios.get(op, 0) for op in DATA_OPS)
     nbytes = sum(a.bytes.get(op, 0) for op in DATA_OPS)
@@ -182,7 +191,7 @@ def device_values(a: DeviceAgg, seconds: float) -> dict[str, Optional[float]]:
         "total_p99": _pct(total, 99),
         "total_max": float(total.max) if total is not None and total.max is not None else None,
         "seq_pct": 100.0 * a.seek_sequential / seeks if seeks else None,
-        "seek_p50": _pct(h("seek"), 50), "size_p50": _pct(h("size"), 50),
+        "seek_p50": _pct(h("seek"), 50), "size_p50": _size_pct(h("size"), 50),
         "flushes": a.ios.get("flush", 0) / seconds if seconds else None,
         "flush_p99": _pct(h("preflush"), 99),
         "ios": float(ios), "bytes": float(nbytes),
