@@ -1,6 +1,7 @@
 """Helpers for the gRPC tests: the iopulse client from this tree, subscriber threads."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -14,6 +15,25 @@ try:
 except ImportError:
     sys.path.insert(0, str(REPO / "clients" / "python" / "src"))
     import iopulse  # ... or from the source tree
+
+
+# Where the iopulse package under test lives (the source tree, or a venv's site-packages), so
+# that `python -m iopulse` in a subprocess runs the same code.
+CLIENT_SRC = os.path.dirname(os.path.dirname(iopulse.__file__))
+CLIENT_ENV = dict(os.environ, PYTHONPATH=CLIENT_SRC)
+
+
+def iopulse_cmd(*args: str) -> list[str]:
+    """argv running the iopulse command of the package under test."""
+    return [sys.executable, "-m", "iopulse", *args]
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
 
 
 def tcp_port(d, timeout: float = 5.0) -> int:

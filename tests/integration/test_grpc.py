@@ -13,20 +13,10 @@ import time
 
 import pytest
 
-from grpc_testlib import Collector, covered, ios, iopulse, nbytes, rss_kb, tcp_port
+from grpc_testlib import (CLIENT_SRC, Collector, covered, ios, iopulse, nbytes, rss_kb,
+                          tcp_port, wait_for)
 from iopulse_testlib import REPO, run_fio, wait_idle
 
-# Where the iopulse package under test lives (the source tree, or a venv's site-packages), so
-# that `python -m iopulse` in a subprocess runs the same code.
-CLIENT_SRC = os.path.dirname(os.path.dirname(iopulse.__file__))
-
-
-def wait_for(pred, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def json_by_seq(d, dev: str) -> dict[int, dict]:

@@ -3,7 +3,6 @@ ends name their begins, phases nest, a dead client's phases are ended and flagge
 rate is capped."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -11,18 +10,9 @@ import time
 
 import pytest
 
-from grpc_testlib import Collector, ios, iopulse
+from grpc_testlib import CLIENT_ENV, Collector, ios, iopulse, wait_for
 from iopulse_testlib import REPO, run_fio, wait_idle
 
-CLIENT_SRC = os.path.dirname(os.path.dirname(iopulse.__file__))
-
-
-def wait_for(pred, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def phase_updates(updates, begin: "iopulse.PhaseMark", end: "iopulse.PhaseMark"):
@@ -94,7 +84,7 @@ def test_a_dead_clients_phases_end_abandoned(daemon):
         "c.mark_phase('inner')\n"
         "print('marked', flush=True)\n"
         "for u in sub: pass\n")
-    env = dict(os.environ, PYTHONPATH=CLIENT_SRC)
+    env = CLIENT_ENV
     p = subprocess.Popen([sys.executable, "-c", script, target], stdout=subprocess.PIPE,
                          env=env, text=True)
     try:
@@ -146,7 +136,7 @@ def test_bad_ends_and_the_mark_rate(daemon, tmp_path):
     assert "mark_rate: 2\n" in cfg.read_text()
     d = daemon("-i", "1s", config=str(cfg))
     target = f"unix:{d.socket}"
-    env = dict(os.environ, PYTHONPATH=CLIENT_SRC)
+    env = CLIENT_ENV
     with iopulse.Client(target) as c:
         with pytest.raises(iopulse.NotFound, match="no phase named 'nope' is open"):
             c.mark_phase("nope", end=True)

@@ -11,14 +11,12 @@ import subprocess
 import sys
 import time
 
-from grpc_testlib import iopulse
+from grpc_testlib import CLIENT_ENV, iopulse, iopulse_cmd
 from iopulse_testlib import wait_idle
 
 from iopulse.record import load
 from iopulse.report.metrics import phase_rows
 
-CLIENT_SRC = os.path.dirname(os.path.dirname(iopulse.__file__))
-ENV = dict(os.environ, PYTHONPATH=CLIENT_SRC)
 
 THREE_JOBS = """[global]
 filename={dev}
@@ -49,16 +47,12 @@ fdatasync=1
 """
 
 
-def iopulse_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "iopulse", *args]
-
-
 def record(out: str, targets: list[str], cmd: list[str], timeout: float = 120,
            cwd: str = None) -> subprocess.CompletedProcess:
     argv = iopulse_cmd("record", "-o", out, *[x for t in targets for x in ("--target", t)],
                        "--", *cmd)
     print("+ " + " ".join(argv), flush=True)
-    p = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    p = subprocess.run(argv, env=CLIENT_ENV, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     print(p.stderr, flush=True)
     return p
 
@@ -107,21 +101,21 @@ def test_fio_jobs_become_exact_phases(loopdev, daemon, tmp_path):
     assert dev["randwrite"].values["seq_pct"] < 5
     # the report in every format
     for fmt in ("table", "markdown", "csv", "json"):
-        r = subprocess.run(iopulse_cmd("report", out, "--format", fmt), env=ENV,
+        r = subprocess.run(iopulse_cmd("report", out, "--format", fmt), env=CLIENT_ENV,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert "randwrite" in r.stdout, fmt
-    md = subprocess.run(iopulse_cmd("report", out, "--format", "markdown"), env=ENV,
+    md = subprocess.run(iopulse_cmd("report", out, "--format", "markdown"), env=CLIENT_ENV,
                         capture_output=True, text=True, timeout=60).stdout
     print(md)
     rows_csv = list(csv.DictReader(io.StringIO(subprocess.run(
-        iopulse_cmd("report", out, "--format", "csv"), env=ENV, capture_output=True,
+        iopulse_cmd("report", out, "--format", "csv"), env=CLIENT_ENV, capture_output=True,
         text=True, timeout=60).stdout)))
     seq = [r for r in rows_csv if r["phase"] == "seqwrite" and r["device"] == lo.name]
     assert float(seq[0]["writes"]) == dev["seqwrite"].values["writes"]
     # the same phases imported after the fact from fio's JSON: edges within the accuracy
     # the importer states (fio 3.33 has no job_start: 1 s)
-    imp = subprocess.run(iopulse_cmd("phases", "import", out, str(fio_json)), env=ENV,
+    imp = subprocess.run(iopulse_cmd("phases", "import", out, str(fio_json)), env=CLIENT_ENV,
                          capture_output=True, text=True, timeout=60)
     assert imp.returncode == 0, imp.stderr
     again = load(out)
@@ -185,7 +179,7 @@ def test_exit_code_and_kill9_leaves_a_readable_file(daemon, tmp_path):
 
     out2 = str(tmp_path / "killed.iopulse")
     argv = iopulse_cmd("record", "-o", out2, "--target", target, "--", "sleep", "60")
-    rec = subprocess.Popen(argv, env=ENV, stderr=subprocess.DEVNULL)
+    rec = subprocess.Popen(argv, env=CLIENT_ENV, stderr=subprocess.DEVNULL)
     children: list[int] = []
     try:
         time.sleep(4.5)
@@ -223,7 +217,7 @@ def test_duration_replay_and_interrupt(daemon, tmp_path):
     out = str(tmp_path / "dur.iopulse")
     t0 = time.time_ns()
     p = subprocess.run(iopulse_cmd("record", "-o", out, "--target", target, "--duration", "3s",
-                                   "--replay", "2"), env=ENV, capture_output=True, text=True,
+                                   "--replay", "2"), env=CLIENT_ENV, capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0, p.stderr
     run = load(out)
@@ -237,7 +231,7 @@ def test_duration_replay_and_interrupt(daemon, tmp_path):
     # SIGINT to iopulse record alone (no terminal) is passed on to the command
     out2 = str(tmp_path / "int.iopulse")
     rec = subprocess.Popen(iopulse_cmd("record", "-o", out2, "--target", target, "--", "sleep",
-                                       "60"), env=ENV, stderr=subprocess.PIPE, text=True)
+                                       "60"), env=CLIENT_ENV, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(3)
         rec.send_signal(signal.SIGINT)

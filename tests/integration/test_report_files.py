@@ -8,15 +8,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
 import pytest
 
-from grpc_testlib import iopulse
+from grpc_testlib import CLIENT_ENV, iopulse, iopulse_cmd
 from iopulse_testlib import wait_idle
 
-CLIENT_SRC = os.path.dirname(os.path.dirname(iopulse.__file__))
-ENV = dict(os.environ, PYTHONPATH=CLIENT_SRC)
 
 JOBS = """[global]
 filename={dev}
@@ -37,12 +34,8 @@ bs=4k
 """
 
 
-def iopulse_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "iopulse", *args]
-
-
 def run_ok(argv: list[str], timeout: float = 180) -> subprocess.CompletedProcess:
-    p = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(argv, env=CLIENT_ENV, capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, f"{argv}: {p.stderr}"
     return p
 
@@ -142,7 +135,7 @@ def test_export_formats(recorded):
     lines = open(str(tmp / "export-jsonl" / "phases.jsonl")).read().splitlines()
     assert any(json.loads(x)["phase"] == "rand-read" for x in lines)
     d = str(tmp / "export-parquet")
-    p = subprocess.run(iopulse_cmd("export", out, "--format", "parquet", "-o", d), env=ENV,
+    p = subprocess.run(iopulse_cmd("export", out, "--format", "parquet", "-o", d), env=CLIENT_ENV,
                        capture_output=True, text=True, timeout=180)
     if importlib.util.find_spec("pyarrow") is None:
         # Debian 12 has no pyarrow: the message says what to install

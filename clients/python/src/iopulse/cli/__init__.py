@@ -157,21 +157,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_OK
-    except InvalidArgument as e:
+    except (InvalidArgument, RunFileError, FioJobFileError) as e:   # the user's input
         print(f"iopulse: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except MissingExtra as e:
-        print(f"iopulse: {e}", file=sys.stderr)
-        return EXIT_SERVER
     except FileExistsError as e:
         print(f"iopulse: {e.filename}: exists (--force overwrites it)", file=sys.stderr)
         return EXIT_USAGE
-    except (RunFileError, FioJobFileError) as e:
+    except (IopulseError, MissingExtra) as e:       # the daemon, or what is installed
         print(f"iopulse: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_SERVER
     except OSError as e:
         print(f"iopulse: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_SERVER
-    except IopulseError as e:
-        print(f"iopulse: {e}", file=sys.stderr)
         return EXIT_SERVER

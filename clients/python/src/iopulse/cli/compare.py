@@ -19,9 +19,10 @@ EXAMPLES = """examples:
 
 With two or more runs on each side, a change is flagged when Welch's t-test on the per-run
 values gives p < 0.05 and the change is at least --min-change percent (default 10). With one
-run on a side, the phase's intervals are the samples and the bar is p < 0.01 and twice
---min-change. Phases match by name and order; labels that differ are shown. Flagged changes
-are green when better (more IOPS, less latency), red when worse."""
+run on a side nothing is flagged (the run-to-run spread is unknown; p then comes from the
+phase's intervals, for orientation): record each configuration at least twice. Phases match
+by name and order; labels that differ are shown. Flagged changes are green when better (more
+IOPS, less latency), red when worse."""
 CONNECTS = False
 KIND = {"iops": "rate", "mbps": "rate2"}
 OPTIONS_WITH_VALUE = ("--format", "--min-change", "-o", "--output", "--target", "--timeout",
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     head = (f"base: {', '.join(bpaths)}\nother: {', '.join(opaths)}\n"
             f"{sum(c.flagged for c in changes)} of {len(changes)} comparisons flagged "
             f"(basis: {changes[0].basis if changes else '-'})")
+    if changes and changes[0].basis == "intervals":
+        head += ("\none run on a side: the run-to-run spread is unknown, nothing is flagged "
+                 "(p from the phase's intervals, for orientation); record each side twice")
     if args.format == "json":
         return _emit(args.output, json.dumps(
             {"base": bpaths, "other": opaths, "changes": [c.to_dict() for c in changes]},

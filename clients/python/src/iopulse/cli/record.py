@@ -23,10 +23,12 @@ EXAMPLES = """examples:
   iopulse record -o idle.iopulse --duration 10m
   iopulse record -o run2.iopulse --replay 60 --label config=B -- ./bench.sh
 
-The command's lifetime is a phase (named after the command). fio's jobs become phases of
+The command's lifetime is a phase (named after the command; for rados bench
+rados-bench-MODE with its pool, threads, object size and seconds). fio's jobs become phases of
 their own, marked by hooks fio runs right before each job's first IO and after its last
 (labels rw, bs, iodepth, numjobs, ioengine); a stonewall group of several jobs gets a phase
-around them. Commands run under the recording see $IOPULSE_SESSION, $IOPULSE_RECORD (the hook
+around them. A CBT run's benchmark runs are read from its --archive when it ends (edges from
+their outputs, accuracy stated). Commands run under the recording see $IOPULSE_SESSION, $IOPULSE_RECORD (the hook
 socket: `iopulse mark` run by the command marks on every target through it) and
 $IOPULSE_TARGET. Ctrl-C is passed on to the command; iopulse record exits with
 the command's exit status. Then: iopulse report RUN."""
@@ -113,6 +115,44 @@ class _Child:
             signal.signal(sig, h)
 
 
+def _tool(cmd: list[str]) -> str:
+    base = os.path.basename(cmd[0])
+    if base == "fio":
+        return "fio"
+    if base == "rados" and "bench" in cmd[1:]:
+        return "rados-bench"
+    if base in ("cbt.py", "cbt"):
+        return "cbt"
+    return ""
+
+
+def _import_cbt(cmd: list[str], rec: Recorder, say: Any) -> None:
+    """CBT runs its benchmarks on other nodes: their phases come from its archive, the runs
+    that started during this recording."""
+    archive = None
+    for i, a in enumerate(cmd):
+        if a in ("-a", "--archive") and i + 1 < len(cmd):
+            archive = cmd[i + 1]
+        elif a.startswith("--archive="):
+            archive = a.split("=", 1)[1]
+    if not archive:
+        say("cbt: no --archive on the command line; import its phases later with "
+            "iopulse phases import RUN ARCHIVE")
+        return
+    from ..phases.cbt import phases_from_archive
+
+    try:
+        found = [p for p in phases_from_archive(archive)
+                 if p["start_realtime_ns"] >= rec.started_ns - 5_000_000_000]
+    except ValueError as e:
+        say(f"cbt: {e}")
+        return
+    for p in found:
+        p["imported_from"] = os.path.abspath(archive)
+        rec.event(p)
+    say(f"cbt: {len(found)} benchmark run(s) from {archive} become phases")
+
+
 def _no_keys(key: str) -> list[Any]:
     raise LookupError(f"no phases for hook key {key!r}")
 
@@ -138,8 +178,18 @@ def run(args: argparse.Namespace) -> int:
         say(f"recording {len(targets)} host(s) into {args.output}: "
             + ", ".join(f"{s.info.hostname or '?'} ({s.client.target})" for s in rec.streams))
         status, rc = "ok", EXIT_OK
+        tool = _tool(cmd) if cmd and not args.no_detect else ""
         outer_name = args.name or (os.path.basename(cmd[0]) if cmd else "record")
         labels = dict(args.label)
+        if tool == "rados-bench":
+            # one rados bench run is the command: its lifetime is the phase (edges include
+            # connecting to the cluster and, for writes, the cleanup: about a second)
+            from ..phases.rados import labels_from_argv
+
+            found = labels_from_argv(cmd)
+            if not args.name:
+                outer_name = f"rados-bench-{found.get('mode', 'unknown')}"
+            labels = {**found, **labels}
         if cmd:
             labels.setdefault("command", shlex.join(cmd)[:1024])
         broker: Optional[Broker] = None
@@ -166,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
                 # hooks, and `iopulse mark` run by the command, mark through us on every host
                 broker = Broker(sock, phases_of, rec.begin, rec.end)
                 rc, status = _run_command(argv, env, args.duration, say)
+                if tool == "cbt":
+                    _import_cbt(cmd, rec, say)
             else:
                 status = _wait(args.duration, rec, say)
         finally:

@@ -49,12 +49,9 @@ class Broker:
         with conn:
             try:
                 conn.settimeout(30)
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = conn.recv(4096)
-                    if not chunk:
-                        return
-                    data += chunk
+                data = read_line(conn)
+                if not data:
+                    return
                 req = json.loads(data)
                 if req["op"] in ("begin", "end"):
                     reply = {"ok": True, "marks": self.mark(
@@ -135,10 +132,16 @@ def request(path: str, req: dict[str, object], timeout: float = 60.0) -> dict[st
         s.settimeout(timeout)
         s.connect(path)
         s.sendall(json.dumps(req).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = read_line(s)
     return json.loads(data or b"{}")
+
+
+def read_line(s: socket.socket, limit: int = 1 << 20) -> bytes:
+    """Bytes up to and including a newline (or what came before the peer closed)."""
+    data = b""
+    while not data.endswith(b"\n") and len(data) < limit:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
