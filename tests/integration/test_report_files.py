@@ -154,3 +154,57 @@ def test_compare_html(recorded):
     run_ok(iopulse_cmd("compare", out, "--", out, "--format", "html", "-o", page))
     dom = browser_dom(page)
     assert "fill-seq" in dom and "0 of " in dom and "flagged" in dom
+
+
+def test_phases_import_rados_and_cbt(recorded):
+    """Saved rados bench output and a CBT-style archive, imported into a real recording."""
+    import shutil
+    import time as _t
+
+    out, _, tmp = recorded
+    run = str(tmp / "imported.iopulse")
+    shutil.copy(out, run)
+    from iopulse.record import load
+    first = load(run).hosts[0].windows[0]
+    t0 = first.start_realtime_ns
+    stamp = _t.strftime("%Y-%m-%dT%H:%M:%S.000000+0000", _t.gmtime(t0 / 1e9 + 20))
+    header = "  sec Cur ops   started  finished  avg MB/s  cur MB/s last lat(s)  avg lat(s)"
+    lines = ["Maintaining 16 concurrent writes of 4194304 bytes to objects of size 4194304 "
+             "for up to 21 seconds or 0 objects", header]
+    for i in range(21):
+        if i == 20:
+            lines += [f"{stamp} min lat: 0.1 max lat: 0.9 avg lat: 0.5", header]
+        lines.append(f"{i:5d} {16:7d} {40 + i:9d} {24 + i:9d} {50.5:9.6g} {48:9d} "
+                     f"{0.8:11.6g} {0.6:11.6g}")
+    lines += ["Total time run:         21.3", "Total writes made:      400",
+              "Write size:             4194304", "Object size:            4194304",
+              "Min latency(s):         0.1"]
+    rados_out = tmp / "rados-write.txt"
+    rados_out.write_text("\n".join(lines) + "\n")
+    archive = tmp / "cbt" / "results" / "00000001" / "id-0badcafe"
+    archive.mkdir(parents=True)
+    (archive / "benchmark_config.yaml").write_text(
+        "cluster:\n  iodepth: 16\n  mode: randread\n  iteration: 1\n")
+    (archive / "output.0.client1").write_text(json.dumps({
+        "fio version": "fio-3.37", "timestamp": t0 // 10**9 + 9, "jobs": [
+            {"jobname": "librbdfio", "groupid": 0, "job_start": t0 // 10**6 + 1000,
+             "job_runtime": 4000, "elapsed": 5, "job options": {"rw": "randread"}}]}))
+    p = subprocess.run(iopulse_cmd("phases", "import", run, str(rados_out),
+                                   str(tmp / "cbt")), env=CLIENT_ENV, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    listed = [json.loads(x) for x in run_ok(iopulse_cmd("phases", "list", run, "--json"))
+              .stdout.splitlines()]
+    got = {x["name"]: x for x in listed if not x["exact"]}
+    assert set(got) == {"rados-bench-write", "cbt-fio"}, listed
+    assert got["rados-bench-write"]["start_realtime_ns"] == t0 // 10**9 * 10**9
+    assert got["rados-bench-write"]["accuracy_s"] == 1.0
+    assert got["cbt-fio"]["start_realtime_ns"] == (t0 // 10**6 + 1000) * 10**6
+    assert got["cbt-fio"]["labels"]["iodepth"] == "16"
+    # an incomplete run is refused with the reason
+    cut = str(tmp / "cut.iopulse")
+    with open(out, "rb") as f, open(cut, "wb") as g:
+        g.write(f.read()[:-40])
+    p = subprocess.run(iopulse_cmd("phases", "import", cut, str(rados_out)), env=CLIENT_ENV,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "incomplete" in p.stderr, p.stderr
