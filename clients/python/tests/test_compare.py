@@ -57,3 +57,27 @@ def test_flags_a_change_and_not_repeats(tmp_path):
     one = {c.metric: c for c in compare(a[:1], b[:1])}
     assert one["iops"].basis == "intervals" and not one["iops"].flagged
     assert one["iops"].p < 0.001 and one["iops"].change_pct > 40   # shown, not flagged
+
+
+def test_report_rows_per_osd(tmp_path):
+    """An OSD with a data and a DB device gets a row merging both, exactly."""
+    from iopulse.report.metrics import phase_rows
+
+    p = str(tmp_path / "osd")
+    with RunWriter(p) as w:
+        w.write_json({"type": "header", "format": 1})
+        w.write_info(0, pb.Info(hostname="node").SerializeToString())
+        for s in (1, 2):
+            u = make_update(s, devices=("sdb", "nvme0n1"), with_thread=False)
+            u.devices[1].osd_id, u.devices[1].osd_role = 3, "block.db"
+            u.phases.add(name="fill", id=s, end=s == 2, begin_id=1 if s == 2 else 0,
+                         monotonic_ns=u.end_monotonic_ns - (10**9 if s == 1 else 0),
+                         realtime_ns=u.end_realtime_ns)
+            w.write_update(0, u.SerializeToString())
+        w.close({"type": "end"})
+    rows, _ = phase_rows(load(p))
+    by = {r.device: r for r in rows}
+    assert set(by) == {"sdb", "nvme0n1", "osd.3 (all devices)"}
+    assert by["osd.3 (all devices)"].values["writes"] == by["sdb"].values["writes"] + \
+        by["nvme0n1"].values["writes"] == 400
+    assert by["nvme0n1"].osd == "osd.3 block.db"

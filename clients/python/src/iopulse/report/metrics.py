@@ -206,6 +206,34 @@ def _osd(a: DeviceAgg) -> str:
     return f"osd.{a.osd_id}" + (f" {a.osd_role}" if a.osd_role else "")
 
 
+def osd_totals(devs: Any) -> dict[int, DeviceAgg]:
+    """Per Ceph OSD, its devices (block, block.db, block.wal) merged: counts add, histograms
+    merge exactly. Only OSDs with more than one device get a row of their own."""
+    by: dict[int, list[DeviceAgg]] = {}
+    for a in devs:
+        if a.osd_id is not None:
+            by.setdefault(a.osd_id, []).append(a)
+    out: dict[int, DeviceAgg] = {}
+    for osd, parts in by.items():
+        if len(parts) < 2:
+            continue
+        t = DeviceAgg(f"osd.{osd} (all devices)", osd, "all")
+        for a in parts:
+            for op, n in a.ios.items():
+                t.ios[op] = t.ios.get(op, 0) + n
+            for op, n in a.bytes.items():
+                t.bytes[op] = t.bytes.get(op, 0) + n
+            for key, acc in a.acc.items():
+                m = t.acc.setdefault(key, HistAcc())
+                m.k = acc.k
+                for i, c in acc.c.items():
+                    m.c[i] = m.c.get(i, 0) + c
+            t.seek_sequential += a.seek_sequential
+            t.seek_other += a.seek_other
+        out[osd] = t
+    return out
+
+
 def aggregate(run: Run, phases: list[Phase]) -> dict[tuple[int, int], PhaseAgg]:
     """(phase position, host index) -> PhaseAgg, in one pass over the run's Updates."""
     out: dict[tuple[int, int], PhaseAgg] = {}
@@ -239,6 +267,10 @@ def phase_rows(run: Run, phases: Optional[list[Phase]] = None, idle: bool = Fals
                 if not idle and not v["ios"] and not a.ios.get("flush"):
                     continue
                 rows.append(Row(p, h.name, name, _osd(a), seconds, v))
+            for osd, a in sorted(osd_totals(pa.devices.values()).items()):
+                v = device_values(a, seconds)
+                if idle or v["ios"] or a.ios.get("flush"):
+                    rows.append(Row(p, h.name, a.name, f"osd.{osd}", seconds, v))
             for t in sorted(pa.threads.values(), key=lambda t: (-t.calls, t.pid, t.tid)):
                 if not t.calls:
                     continue
