@@ -35,6 +35,9 @@ EXAMPLES = """examples:
   iopulse mark fill --label run=3              mark a benchmark phase (then: mark fill --end)
   iopulse snapshot --json --device sda         everything since the daemon started
   iopulse info                                 version, kernel, devices, config in effect
+  iopulse record -o run1.iopulse -- fio jobs.fio   record a benchmark, its fio jobs as phases
+  iopulse report run1.iopulse                  per phase, host and device (--format html|...)
+  iopulse compare a1.iopulse a2.iopulse -- b1.iopulse b2.iopulse
 
 The daemon is at --target, else $IOPULSE_TARGET, else %s.
 Options before the command (--target, --timeout, --connect-timeout) may also follow it.
