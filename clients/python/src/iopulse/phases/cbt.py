@@ -1,121 +1,172 @@
-"""CBT (the Ceph Benchmarking Tool): one phase per benchmark run of an archive.
+"""CBT (the Ceph Benchmarking Tool, github.com/ceph/cbt): one phase per benchmark run of an
+archive.
 
-CBT (benchmark/benchmark.py) keeps each run in ARCHIVE/results/<iteration, 8 digits>/
-id-<first 8 hex digits of a hash of its parameters>/ and writes the run's parameters there as
-benchmark_config.yaml ({"cluster": {...}}); the benchmark's outputs (fio's JSON for the fio
-based benchmarks, rados bench's text for radosbench) lie below that directory.
+The layout is CBT's (benchmark/benchmark.py, benchmarkfactory.py, common.py): `cbt.py -a
+ARCHIVE` runs each benchmark of its YAML once per parameter combination and iteration, each
+run in ARCHIVE/results/<iteration, 8 digits>/id-<first 8 hex digits of the SHA-1 of its
+parameters>/ ("id<python hash>" before 2019). When a run starts CBT writes its parameters
+there as benchmark_config.yaml ("cbt_config.yaml" before 2017; today results/cbt_config.yaml
+is the whole configuration, not a run): {"cluster": {parameters..., "benchmark": type,
+"iteration": n}}. The outputs are copied below that directory from the hosts, with the host
+name appended:
+- fio based benchmarks (librbdfio, fio, rbdfio, rawfio, kvmrbdfio): output.<n>.<host>,
+  fio's --output-format=json,normal output (the JSON first, after a few job lines), beside
+  fio's logs (output.<n>_bw.1.log.<host>, ...), possibly in subdirectories;
+- radosbench: <mode>/output.<proc>.<host> (mode write, seq, rand or prefill), rados bench's
+  text output, beside json_output.<proc>.<host> (its summary) and objecter logs;
+- all: ceph_settings.out, historic_ops.out, monitoring output.
 
-Edges come from those outputs: fio JSON through phases.fio (1 ms with fio >= 3.36, else about
-a second per stonewall group), rados bench output through phases.rados with the file's
-modification time as the end when it has no dated line (about 5 s). A run with neither gets
-the first and last modification times of its files: accurate to a minute at best, and said so
-(accuracy_s 60).
+Edges, per run directory, from the first of:
+- fio's JSON outputs, through phases.fio: the first job's start to the last job's end;
+  accurate to 1 ms with fio >= 3.36, else about 0.5 s per stonewall group;
+- rados bench outputs, through phases.rados with the file's modification time as the end of
+  a run without a dated line: about 1 s (dated lines, runs of 20 s or more) or 5 s, plus
+  the time CBT took to copy the file when the modification time is used;
+- the modification times of the run directory's files, earliest to latest (benchmark_config
+  .yaml is written as the run starts, the outputs are copied after it): accuracy_s 60, a
+  minute at best and said so.
 """
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
+import re
+from typing import Any, Optional
 
 from . import fio, rados
 
 CONFIG = "benchmark_config.yaml"
+OLD_CONFIG = "cbt_config.yaml"
 MAX_LABELS = 30
+MAX_KEY, MAX_VALUE = 128, 1024
+_PEEK = 64 * 1024
+_SHORT_LIST = 8
 
 
 def _yaml() -> Any:
     try:
         import yaml
     except ImportError:
-        raise ValueError("reading a CBT archive needs PyYAML: pip install 'iopulse[report]' "
-                         "(Debian: python3-yaml)") from None
+        raise ValueError("reading a CBT archive needs PyYAML (CBT writes YAML): install "
+                         "python3-yaml (Debian, Ubuntu) or `pip install PyYAML`") from None
     return yaml
 
 
+def _config(path: str, yaml: Any) -> Optional[dict[str, Any]]:
+    """A run's parameters from its config file; None for CBT's whole configuration."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        raise ValueError(f"{path}: not a readable CBT benchmark config: {e}") from None
+    if not isinstance(doc, dict) or "benchmarks" in doc:
+        return None
+    cfg = doc.get("cluster", doc)
+    return cfg if isinstance(cfg, dict) else None
+
+
 def _labels(cfg: dict[str, Any], run_dir: str) -> dict[str, str]:
+    """Scalar parameters as strings, short lists of scalars joined with ','; no dicts."""
     out: dict[str, str] = {}
-    for k in sorted(cfg):
-        v = cfg[k]
-        if isinstance(v, bool) or isinstance(v, (int, float, str)):
-            out[str(k)[:128]] = str(v)[:1024]
-        elif isinstance(v, list) and len(v) <= 8 and all(
-                isinstance(x, (int, float, str)) for x in v):
-            out[str(k)[:128]] = ",".join(str(x) for x in v)[:1024]
+    for k in sorted(cfg, key=str):
         if len(out) >= MAX_LABELS - 1:
             break
-    out["run_dir"] = run_dir[:1024]
+        v = cfg[k]
+        if isinstance(v, bool):
+            text = "true" if v else "false"
+        elif isinstance(v, (int, float, str)):
+            text = str(v)
+        elif isinstance(v, list) and len(v) <= _SHORT_LIST and all(
+                isinstance(x, (int, float, str)) for x in v):
+            text = ",".join(str(x) for x in v)
+        else:
+            continue
+        out[str(k)[:MAX_KEY]] = text[:MAX_VALUE]
+    out["run_dir"] = run_dir[:MAX_VALUE]
     return out
 
 
-def _kind(cfg: dict[str, Any], files: list[str]) -> str:
-    for key in ("benchmark", "benchmark_type", "type"):
-        if isinstance(cfg.get(key), str):
-            return cfg[key]
-    if "readmode" in cfg or "op_size" in cfg and "iodepth" not in cfg:
-        return "radosbench"
-    if "iodepth" in cfg or "rwmixread" in cfg:
-        return "fio"
-    return "run"
+def _read(path: str, limit: Optional[int] = None) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(limit) if limit else f.read()
+    except OSError:
+        return ""
 
 
-def _edges(files: list[str]) -> tuple[int, int, float, str]:
-    starts, ends, acc, source = [], [], 0.0, ""
-    for path in files:
+def _fio_events(path: str) -> list[dict[str, Any]]:
+    """Phases of a fio output whose JSON may follow job lines and precede normal output."""
+    text = _read(path)
+    for m in re.finditer(r"^\{", text, re.MULTILINE):
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read(8 << 20)
-        except OSError:
+            doc, _ = json.JSONDecoder().raw_decode(text, m.start())
+            return fio.phases_from_json(doc) if isinstance(doc, dict) else []
+        except ValueError:
             continue
-        evs: list[dict[str, Any]] = []
-        brace = text.find("{")
-        if 0 <= brace < 4096 and '"jobs"' in text:
-            try:
-                evs = fio.phases_from_json(json.loads(text[brace:]))
-                source = source or "fio-json"
-            except ValueError:
-                evs = []
-        elif "Total time run:" in text:
-            try:
-                evs = rados.phases_from_output(
-                    text, end_realtime_ns=int(os.stat(path).st_mtime * 1e9))
-                source = source or "rados-bench"
-            except ValueError:
-                evs = []
-        for e in evs:
-            starts.append(e["start_realtime_ns"])
-            ends.append(e["end_realtime_ns"])
-            acc = max(acc, float(e["accuracy_s"]))
-    if starts:
-        return min(starts), max(ends), acc, source
-    times = [int(os.stat(p).st_mtime * 1e9) for p in files if os.path.isfile(p)]
-    if not times:
-        return 0, 0, 0.0, ""
-    return min(times), max(times), 60.0, "file times"
+    return []
+
+
+def _rados_events(path: str) -> list[dict[str, Any]]:
+    try:
+        return rados.phases_from_output(_read(path), end_realtime_ns=os.stat(path).st_mtime_ns)
+    except (OSError, ValueError):
+        return []
+
+
+def _edges(files: list[str]) -> tuple[int, int, float, str, str]:
+    """start, end, accuracy_s, source, the kind of output (fio, radosbench or '')."""
+    found: dict[str, list[dict[str, Any]]] = {"fio": [], "radosbench": []}
+    for path in files:
+        head = _read(path, _PEEK)
+        if '"fio version"' in head:
+            found["fio"] += _fio_events(path)
+        elif "sec Cur ops" in head or "Total time run:" in head:
+            found["radosbench"] += _rados_events(path)
+    for kind, source in (("fio", "fio-json"), ("radosbench", "rados-bench")):
+        evs = found[kind]
+        if evs:
+            return (min(e["start_realtime_ns"] for e in evs),
+                    max(e["end_realtime_ns"] for e in evs),
+                    max(float(e["accuracy_s"]) for e in evs), source, kind)
+    times = [os.stat(p).st_mtime_ns for p in files]
+    return min(times), max(times), 60.0, "file times", ""
+
+
+def _run_dirs(root: str, yaml: Any) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for d, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in (CONFIG, OLD_CONFIG):
+            if name in names and (name == CONFIG or os.path.basename(d).startswith("id")):
+                cfg = _config(os.path.join(d, name), yaml)
+                if cfg is not None:
+                    out.append((d, cfg))
+                    dirs[:] = []            # a run's outputs lie below it
+                    break
+    return out
 
 
 def phases_from_archive(root: str) -> list[dict[str, Any]]:
-    """Phase events (see phases/fio.py), one per run directory below root."""
+    """Phase events (see phases/fio.py), one per CBT run directory below root (an archive,
+    its results/ or one run), named cbt-<benchmark>, in start order. Edges and their accuracy:
+    see the module's docstring."""
     if not os.path.isdir(root):
-        raise ValueError(f"{root}: not a directory (a CBT archive is one)")
+        raise ValueError(f"{root}: not a directory (a CBT archive is the directory given to "
+                         "cbt.py -a/--archive)")
     yaml = _yaml()
     out: list[dict[str, Any]] = []
-    for d, _, names in sorted(os.walk(root)):
-        if CONFIG not in names:
-            continue
-        with open(os.path.join(d, CONFIG)) as f:
-            doc = yaml.safe_load(f) or {}
-        cfg = doc.get("cluster", doc) if isinstance(doc, dict) else {}
+    for d, cfg in _run_dirs(root, yaml):
         files = sorted(os.path.join(dd, n) for dd, _, ns in os.walk(d) for n in ns
-                       if n != CONFIG)
-        start, end, acc, source = _edges(files)
-        if not start:
-            continue
-        rel = os.path.relpath(d, root)
-        out.append({"type": "phase", "name": f"cbt-{_kind(cfg, files)}",
-                    "labels": _labels(cfg if isinstance(cfg, dict) else {}, rel),
+                       if os.path.isfile(os.path.join(dd, n)))
+        start, end, acc, source, kind = _edges(files)
+        benchmark = cfg.get("benchmark")
+        name = benchmark if isinstance(benchmark, str) and benchmark else kind or "run"
+        out.append({"type": "phase", "name": f"cbt-{name}",
+                    "labels": _labels(cfg, os.path.relpath(d, root)),
                     "source": f"cbt ({source})", "accuracy_s": acc,
                     "start_realtime_ns": start, "end_realtime_ns": end})
     if not out:
-        raise ValueError(f"{root}: no CBT run found (no results/*/id-*/{CONFIG} with outputs)")
-    out.sort(key=lambda e: e["start_realtime_ns"])
+        raise ValueError(f"{root}: no CBT run found (no results/<iteration>/id-<hash>/{CONFIG} "
+                         "below it)")
+    out.sort(key=lambda e: (e["start_realtime_ns"], e["labels"]["run_dir"]))
     return out
