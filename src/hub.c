@@ -19,6 +19,7 @@
 struct entry {
 	uint64_t seq;
 	uint64_t end_mono;
+	bool edge;                  /* carries phase marks: its end is a phase edge */
 	struct hub_msg *msg;
 };
 
@@ -288,6 +289,7 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 		i = (h->head + h->n) % h->cap;
 		h->ring[i].seq = u->seq;
 		h->ring[i].end_mono = u->end_monotonic_ns;
+		h->ring[i].edge = u->n_phases > 0;
 		h->ring[i].msg = m;
 		h->n++;
 		h->last_seq = u->seq;
@@ -499,18 +501,28 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
 	struct hub_msg **take = NULL, *out = NULL;
 	pb_update *acc = NULL, *u;
 	size_t ntake = 0, i;
-	uint64_t avail = 0, carried, stop_seq = 0;
+	uint64_t avail = 0, carried, stop_seq = 0, edge = 0;
 	int r;
 
 	pthread_mutex_lock(&h->lock);
 	if (h->last_seq >= s->next_seq)
 		avail = h->last_seq - s->next_seq + 1;
 	carried = s->carry ? s->carry->merged : 0;
-	if (avail + carried < s->multiple || (!avail && !carried)) {
+	/* an Update never spans a phase edge: it ends at the first interval with marks */
+	for (i = 0; avail && i < h->n && !edge; i++) {
+		const struct entry *e = &h->ring[(h->head + i) % h->cap];
+
+		if (e->seq >= s->next_seq && e->edge)
+			edge = e->seq;
+	}
+	if (edge)
+		avail = edge - s->next_seq + 1;
+	if ((avail + carried < s->multiple && !edge) || (!avail && !carried)) {
 		pthread_mutex_unlock(&h->lock);
 		return NULL;
 	}
-	if (!carried && avail == 1 && s->multiple == 1 && update_filter_empty(&s->f)) {
+	if (!carried && avail == 1 && h->last_seq == s->next_seq && s->multiple == 1 &&
+	    update_filter_empty(&s->f)) {
 		out = hub_msg_ref(h->ring[(h->head + h->n - 1) % h->cap].msg);
 		s->next_seq++;
 		pthread_mutex_unlock(&h->lock);
@@ -524,12 +536,12 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
 	for (i = 0; i < h->n; i++) {
 		const struct entry *e = &h->ring[(h->head + i) % h->cap];
 
-		if (e->seq >= s->next_seq)
+		if (e->seq >= s->next_seq && (!edge || e->seq <= edge))
 			take[ntake++] = hub_msg_ref(e->msg);
 	}
 	acc = s->carry;
 	s->carry = NULL;
-	s->next_seq = h->last_seq + 1;
+	s->next_seq = edge ? edge + 1 : h->last_seq + 1;
 	pthread_mutex_unlock(&h->lock);
 
 	/* the merge runs outside the lock: the ring's messages are reference counted */

@@ -47,7 +47,8 @@ int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub 
 		  char *err, size_t errlen);
 void hub_unsubscribe(struct hub *h, struct hub_sub *s);
 /* The subscriber's next Update, or NULL when nothing is due yet. A subscriber that fell
- * behind gets everything it missed merged into one Update. */
+ * behind gets what it missed merged into one Update, up to the next phase edge: an Update
+ * never spans a mark (one with marks ends at them, even before interval_multiple). */
 struct hub_msg *hub_next(struct hub *h, struct hub_sub *s);
 int hub_snapshot(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
 		 char *err, size_t errlen);

@@ -270,8 +270,9 @@ START_TEST(test_marks_sit_on_the_edge_they_made)
 	update_free(u);
 	hub_msg_unref(snap);
 
-	/* 30 short intervals closed by marks in the last 3 s: a 9 s replay still has them all,
-	 * more than the 11 intervals of 1 s the ring was sized for */
+	/* 30 short intervals in the last 3 s: a 9 s replay still has them all, more than the 11
+	 * intervals of 1 s the ring was sized for (the first ends at a mark: an Update of its
+	 * own) */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (seq = 2; seq <= 31; seq++) {
 		phases_cut(hub_phases(h));
@@ -293,14 +294,85 @@ START_TEST(test_marks_sit_on_the_edge_they_made)
 	}
 	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
 	free(req);
+	m = hub_next(h, sub);            /* interval 2 ends at the mark made before the loop */
+	u = unpack(m);
+	ck_assert_uint_eq(u->merged, 1);
+	ck_assert_uint_eq(u->first_seq, 2);
+	ck_assert_uint_eq(u->n_phases, 1);
+	update_free(u);
+	hub_msg_unref(m);
 	m = hub_next(h, sub);
 	u = unpack(m);
-	ck_assert_uint_eq(u->merged, 30);
-	ck_assert_uint_eq(u->first_seq, 2);
-	ck_assert_uint_eq(u->devices[0]->read->ios, 30 * 2);
+	ck_assert_uint_eq(u->merged, 29);
+	ck_assert_uint_eq(u->first_seq, 3);
+	ck_assert_uint_eq(u->devices[0]->read->ios, 29 * 2);
 	update_free(u);
 	hub_msg_unref(m);
 	hub_unsubscribe(h, sub);
+	hub_free(h);
+}
+END_TEST
+
+/* A subscriber behind by three intervals whose second ends at a mark gets two Updates, one
+ * ending at the mark and one after it: a merge never spans a phase edge, also with
+ * interval_multiple (the edge delivers early). */
+START_TEST(test_merges_stop_at_phase_edges)
+{
+	struct hub *h;
+	struct hub_sub *sub, *ten;
+	struct hub_msg *m;
+	struct iop_interval iv;
+	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
+	char err[256];
+	uint64_t id, seq;
+	uint8_t *req;
+	size_t len;
+	pb_update *u;
+
+	ck_assert_int_eq(hub_new(&h, 1000, 60000, 20), 0);
+	req = subscribe_req(1, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
+	free(req);
+	req = subscribe_req(10, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &ten, err, sizeof(err)), 0);
+	free(req);
+	q.name = "edge";
+	req = pb_pack_alloc(&q.base, &len);
+	for (seq = 1; seq <= 3; seq++) {
+		if (seq == 2) {
+			ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id, err,
+						       sizeof(err)), 0);
+			phases_cut(hub_phases(h));
+		}
+		interval(&iv, seq);
+		ck_assert_int_eq(hub_publish(h, &iv), 0);
+	}
+	free(req);
+	m = hub_next(h, sub);
+	u = unpack(m);
+	ck_assert_uint_eq(u->first_seq, 1);
+	ck_assert_uint_eq(u->seq, 2);
+	ck_assert_uint_eq(u->n_phases, 1);
+	ck_assert_uint_eq(u->end_monotonic_ns, u->phases[0]->monotonic_ns);
+	update_free(u);
+	hub_msg_unref(m);
+	m = hub_next(h, sub);
+	u = unpack(m);
+	ck_assert_uint_eq(u->first_seq, 3);
+	ck_assert_uint_eq(u->seq, 3);
+	update_free(u);
+	hub_msg_unref(m);
+	ck_assert_ptr_null(hub_next(h, sub));
+	m = hub_next(h, ten);            /* 3 of 10 intervals, but an edge is among them */
+	u = unpack(m);
+	ck_assert_uint_eq(u->seq, 2);
+	update_free(u);
+	hub_msg_unref(m);
+	ck_assert_ptr_null(hub_next(h, ten));   /* then it waits for ten again */
+	ck_assert_int_eq(phases_reply(hub_phases(h), id, &m), 1);
+	hub_msg_unref(m);
+	hub_unsubscribe(h, sub);
+	hub_unsubscribe(h, ten);
 	hub_free(h);
 }
 END_TEST
@@ -364,6 +436,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_slow_subscriber_loses_nothing);
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_marks_sit_on_the_edge_they_made);
+	tcase_add_test(tc, test_merges_stop_at_phase_edges);
 	tcase_add_test(tc, test_precision_change_is_not_merged);
 	suite_add_tcase(s, tc);
 	return s;

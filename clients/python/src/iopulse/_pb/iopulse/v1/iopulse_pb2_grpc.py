@@ -43,7 +43,8 @@ class TelemetryServicer(object):
 
     def Subscribe(self, request, context):
         """A stream of Updates, one per interval (or per interval_multiple intervals). A subscriber
-        that falls behind gets the intervals it missed merged into its next Update.
+        that falls behind gets the intervals it missed merged into its next Update. An Update
+        never spans a phase mark: one that carries marks ends at them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
