@@ -8,6 +8,7 @@
 #include "iopulse.h"
 #include "hist_math.h"
 #include "compat.bpf.h"
+#include "rq_logic.h"
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
@@ -173,15 +174,10 @@ static __always_inline void hist_add(u64 *base, unsigned int h, u64 v)
 		__sync_fetch_and_add(&base[off], 1);
 }
 
-static __always_inline unsigned int op_group(u32 cmd_flags)
+/* diskstats group of a request (rq_logic.h), -1 for passthrough */
+static __always_inline int op_group(u32 cmd_flags)
 {
-	u32 op = cmd_flags & IOP_REQ_OP_MASK;
-
-	if (op == REQ_OP_FLUSH)
-		return IOP_OP_FLUSH;
-	if (op == REQ_OP_DISCARD || op == REQ_OP_SECURE_ERASE)
-		return IOP_OP_DISCARD;
-	return (op & 1) ? IOP_OP_WRITE : IOP_OP_READ;
+	return iop_op_group(cmd_flags & IOP_REQ_OP_MASK);
 }
 
 /* Fields of a request read once per event. */
@@ -340,8 +336,7 @@ static __always_inline struct iop_rq_rec *find_rq(u64 rq)
 static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue)
 {
 	struct iop_rq_set *set;
-	u64 oldest = ~0ULL;
-	u32 idx = rec_set(rq), victim = 0;
+	u32 idx = rec_set(rq);
 	int i;
 
 	*reissue = false;
@@ -358,31 +353,45 @@ static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue)
 		}
 		if (k == 0 && __sync_val_compare_and_swap(&set->w[i].key, 0, rq) == 0)
 			return &set->w[i];
-		if (set->w[i].d_ns < oldest) {
-			oldest = set->w[i].d_ns;
-			victim = i;
-		}
 	}
+	/* full: what the set holds stays (the oldest are the slow IOs of the tail) */
 	global_inc(IOP_G_INFLIGHT_FULL);
-	set->w[victim & (IOP_WAYS - 1)].key = rq;
-	return &set->w[victim & (IOP_WAYS - 1)];
+	return 0;
 }
 
 /*
- * The request was dispatched again with neither a completion nor a requeue seen in between:
- * its previous dispatch completed without the completion tracepoint reaching us (measured on
- * loop devices: a few per ten thousand). Count that IO now, once: whoever swaps d_ns out, this
- * program or the daemon's sweep (src/inflight.c), owns the count.
+ * d_ns is the ownership token of a record's IO: the completion, a dispatch that finds the
+ * record of a lost completion, and the daemon's sweep (src/inflight.c) each swap it to 0
+ * before they count, so exactly one of them counts the IO.
+ */
+static __always_inline u64 take_ownership(struct iop_rq_rec *r)
+{
+	u64 d = r->d_ns;
+
+	if (!d || __sync_val_compare_and_swap(&r->d_ns, d, 0) != d)
+		return 0;
+	return d;
+}
+
+/*
+ * The request structure carries a new IO while our record of its previous one is open: that
+ * IO completed without the completion tracepoint reaching any program (measured on a virtio
+ * disk under queue depth 32 with fsyncs: 3 to 10 per 10^4, identical for tp_btf and classic
+ * tracepoint programs). Count it now, once, without a latency sample.
  */
 static __always_inline void count_unseen(struct iop_rq_rec *r)
 {
-	u64 d = r->d_ns, *base;
 	unsigned int grp = r->grp;
+	u64 *base;
+	int slot;
 
-	if (!d || !r->slot || __sync_val_compare_and_swap(&r->d_ns, d, 0) != d)
+	if (!take_ownership(r) || grp >= IOP_OP_MAX)
 		return;
-	base = slot_data(r->slot - 1);
-	if (!base || grp >= IOP_OP_MAX)
+	slot = dev_slot(r->kdev);
+	if (slot < 0)
+		return;
+	base = slot_data(slot);
+	if (!base)
 		return;
 	cnt_add(base, IOP_C_IOS + grp, 1);
 	if (grp != IOP_OP_FLUSH)
@@ -395,38 +404,44 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 	struct iop_rq_rec *r;
 	u64 now = bpf_ktime_get_ns(), end, prev, q = 0;
 	u32 opf = v->cmd_flags;
-	u64 *base;
-	unsigned int grp;
-	int slot;
+	u64 *base, fp;
+	int grp, slot;
 	bool reissue;
 
+	grp = op_group(v->cmd_flags);
+	if (grp < 0)
+		return 0;     /* passthrough: not IO in diskstats */
 	if (v->bio) {
 		q = take_bio(v->bio, &opf);
 		if (!q)
 			global_inc(IOP_G_NO_BIO_TS);
 	}
+	fp = iop_rq_fingerprint(v->start_ns, v->sector);
 	r = claim_rq(v->rq, &reissue);
-	if (!r)
-		return 0;
-	if (reissue && !r->requeued)
-		count_unseen(r);
-	else if (!q && reissue && !r->timed)
-		q = r->q_ns;          /* requeued: keep the first submission time */
+	if (r && reissue) {
+		if (iop_redispatch_kind(r->requeued, r->fp, fp) == IOP_RD_LOST)
+			count_unseen(r);
+		else if (!q && r->q_ns)
+			q = r->q_ns;  /* the same IO again: keep its first submission time */
+	}
 	if (!q && v->start_ns && v->start_ns <= now)
 		q = v->start_ns;      /* no bio record: request allocation is the best we have */
-	r->q_ns = q;
-	r->d_ns = now;
-	r->bytes = v->data_len;
-	r->opf = opf;
-	r->seek_class = 0;
-	r->timed = 0;
-	r->requeued = 0;
-	grp = op_group(v->cmd_flags);
-	r->grp = (u8)grp;
-	r->flush_seq = grp == IOP_OP_FLUSH || (v->rq_flags & iop_rqf_flush_seq());
 	slot = dev_slot(v->kdev);
-	r->slot = (u16)(slot + 1);
-	if (slot < 0)
+	if (r) {
+		r->q_ns = q;
+		r->bytes = v->data_len;
+		r->opf = opf;
+		r->seek_class = 0;
+		r->timed = 0;
+		r->requeued = 0;
+		r->grp = (u8)grp;
+		r->flush_seq = grp == IOP_OP_FLUSH || (v->rq_flags & iop_rqf_flush_seq());
+		r->kdev = v->kdev;
+		r->fp = fp;
+		r->slot = (u16)(slot + 1);
+		__sync_lock_test_and_set(&r->d_ns, now);   /* publishes the record to the sweep */
+	}
+	if (slot < 0 || !r)
 		return 0;
 	if (grp != IOP_OP_READ && grp != IOP_OP_WRITE)
 		return 0;
@@ -451,13 +466,14 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 }
 
 static __always_inline void record_timing(u64 *base, struct iop_rq_rec *r, unsigned int grp,
-					  u64 now)
+					  u64 d, u64 now)
 {
-	if (r->q_ns && r->q_ns <= r->d_ns)
-		hist_add(base, IOP_H_QUEUE + grp, r->d_ns - r->q_ns);
+	if (r->q_ns && r->q_ns <= d)
+		hist_add(base, IOP_H_QUEUE + grp, d - r->q_ns);
 	else
 		cnt_add(base, IOP_C_NOQUEUE + grp, 1);
-	hist_add(base, IOP_H_SERVICE + grp, now - r->d_ns);
+	if (d <= now)
+		hist_add(base, IOP_H_SERVICE + grp, now - d);
 	hist_add(base, IOP_H_SIZE + grp, r->bytes);
 	if (r->seek_class) {
 		cnt_add(base, IOP_C_SEQ + r->seek_class - 1, 1);
@@ -481,34 +497,45 @@ static __always_inline void record_flags(u64 *base, u32 opf, u64 q, u64 now)
 static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned int nr_bytes)
 {
 	struct iop_rq_rec *r;
-	u64 now = bpf_ktime_get_ns(), *base, q;
+	u64 now = bpf_ktime_get_ns(), *base, q, d;
 	u32 opf = v->cmd_flags;
-	int slot;
-	unsigned int grp = op_group(v->cmd_flags);
+	int slot, grp = op_group(v->cmd_flags);
 
-	r = find_rq(v->rq);
-	if (r && r->slot) {
-		base = slot_data(r->slot - 1);
-	} else {
-		slot = dev_slot(v->kdev);
-		if (slot < 0)
-			return 0;
-		base = slot_data(slot);
-	}
+	if (grp < 0)
+		return 0;     /* passthrough: not IO in diskstats */
+	/* the device's slot now, not the one at dispatch: a released slot may serve another disk */
+	slot = dev_slot(v->kdev);
+	if (slot < 0)
+		return 0;
+	base = slot_data(slot);
 	if (!base)
 		return 0;
+	r = find_rq(v->rq);
+	if (nr_bytes < v->data_len) {
+		/* partial completion: more of this request follows */
+		if (grp != IOP_OP_FLUSH)
+			cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
+		return 0;
+	}
+	/* The data part of a PREFLUSH/FUA sequence ends once more when the sequence is done. */
+	if ((v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH) {
+		cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
+		if (r && !r->timed && r->d_ns)
+			record_timing(base, r, grp, r->d_ns, now);
+		return 0;
+	}
+	d = 0;
+	if (r) {
+		d = take_ownership(r);
+		if (!d)
+			return 0; /* the sweep or a later dispatch already counted this IO */
+	}
 	if (grp != IOP_OP_FLUSH)
 		cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
-	if (nr_bytes < v->data_len)
-		return 0;   /* partial completion: more of this request follows */
 	if (error)
 		cnt_add(base, IOP_C_ERRORS + grp, 1);
 	if (r && !r->timed)
-		record_timing(base, r, grp, now);
-	/* The data part of a PREFLUSH/FUA sequence ends once more when the sequence is done. */
-	if ((v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH)
-		return 0;
-
+		record_timing(base, r, grp, d, now);
 	cnt_add(base, IOP_C_IOS + grp, 1);
 	if (!r) {
 		/* never dispatched itself: a PREFLUSH with no data waits for the flush machinery */
@@ -531,12 +558,16 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 
 static __always_inline int on_rq_requeue(struct rq_view *v)
 {
-	struct iop_rq_rec *r = find_rq(v->rq);
-	int slot = dev_slot(v->kdev);
+	struct iop_rq_rec *r;
+	int slot;
 	u64 *base;
 
+	if (op_group(v->cmd_flags) < 0)
+		return 0;
+	r = find_rq(v->rq);
 	if (r)
 		r->requeued = 1;
+	slot = dev_slot(v->kdev);
 
 	if (slot < 0)
 		return 0;

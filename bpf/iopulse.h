@@ -48,7 +48,7 @@ enum iop_cnt_id {
 /* Global counters (one array map value). */
 enum iop_global_id {
 	IOP_G_NO_SLOT = 0,        /* events for a device when every slot was taken */
-	IOP_G_INFLIGHT_FULL = 1,  /* request records taken over while possibly live (set full) */
+	IOP_G_INFLIGHT_FULL = 1,  /* dispatches that found their record set full (not timed) */
 	IOP_G_SYNC_NEW = 2,       /* sync-table entries created (evictions = created - live) */
 	IOP_G_SYNC_FULL = 3,      /* sync-table inserts that failed */
 	IOP_G_NO_BIO_TS = 4,      /* dispatches whose first bio had no submission record */
@@ -66,8 +66,9 @@ enum iop_sync_kind {
 /*
  * In-flight records live in set-associative arrays (IOP_WAYS records per set), indexed by a
  * hash of the kernel pointer that identifies them: cheaper than a hash map (no locks, the
- * lookup is inlined) and bounded. key 0 is a free record; a full set gives its oldest record
- * to the newcomer.
+ * lookup is inlined) and bounded. key 0 is a free record. A full set keeps what it holds (the
+ * oldest records are the slow IOs that make the tail) and the newcomer goes without one,
+ * counted in IOP_G_INFLIGHT_FULL.
  */
 #define IOP_WAYS 4
 
@@ -87,14 +88,15 @@ struct iop_rq_rec {
 	unsigned long long seek;      /* absolute seek distance at dispatch, sectors */
 	unsigned int bytes;           /* request size at dispatch */
 	unsigned int opf;             /* flags of the first bio (or the request) */
-	unsigned short slot;          /* device slot + 1, 0 if none */
+	unsigned short slot;          /* device slot + 1 at dispatch, 0 if none */
 	unsigned char seek_class;     /* 0 none, 1 seq, 2 fwd, 3 bwd */
 	unsigned char timed;          /* queue/service already recorded */
 	unsigned char grp;            /* enum iop_op of the request */
 	unsigned char requeued;       /* block_rq_requeue seen since the dispatch */
 	unsigned char flush_seq;      /* part of a flush sequence: not counted in diskstats' in_flight */
 	unsigned char pad0;
-	unsigned int pad1;
+	unsigned int kdev;            /* device (kernel dev_t) the request was dispatched to */
+	unsigned long long fp;        /* which IO this is (rq_logic.h iop_rq_fingerprint) */
 };
 
 struct iop_bio_set {

@@ -130,7 +130,9 @@ static int retire(struct inflight *f)
 		uint64_t key = __atomic_load_n(&r->key, __ATOMIC_ACQUIRE), d, t;
 
 		s = r->slot;
-		if (!key || !s || s > f->nslots || !f->w[s - 1].suspect)
+		/* the slot must still serve the device the request went to */
+		if (!key || !s || s > f->nslots || !f->w[s - 1].suspect ||
+		    f->w[s - 1].kdev != r->kdev)
 			continue;
 		t = f->w[s - 1].idle_at;
 		d = __atomic_load_n(&r->d_ns, __ATOMIC_ACQUIRE);
@@ -140,7 +142,7 @@ static int retire(struct inflight *f)
 			later[s - 1] = true;
 			continue;
 		}
-		/* d_ns is the ownership token: the BPF side swaps it out too (count_unseen) */
+		/* d_ns is the ownership token: the BPF side swaps it out too (take_ownership) */
 		if (!__atomic_compare_exchange_n(&r->d_ns, &d, 0, false, __ATOMIC_ACQ_REL,
 						 __ATOMIC_RELAXED))
 			continue;

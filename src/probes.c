@@ -253,11 +253,7 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 		explain(r, "loading the BPF programs failed", err, errlen);
 		goto fail;
 	}
-	r = iopulse_bpf__attach(p->skel);
-	if (r) {
-		explain(r, "attaching the BPF programs failed", err, errlen);
-		goto fail;
-	}
+	/* slots are ready before the first event arrives: no IO is dropped for want of one */
 	r = map_data(p);
 	if (r) {
 		snprintf(err, errlen, "mapping the BPF maps failed: %s", strerror(-r));
@@ -266,6 +262,11 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 	r = fill_free_slots(p);
 	if (r) {
 		snprintf(err, errlen, "initialising device slots failed: %s", strerror(-r));
+		goto fail;
+	}
+	r = iopulse_bpf__attach(p->skel);
+	if (r) {
+		explain(r, "attaching the BPF programs failed", err, errlen);
 		goto fail;
 	}
 	if (o->bpf_stats) {

@@ -1,0 +1,65 @@
+/* rq_logic.h - decisions about one request, shared by the BPF programs and the unit tests
+ * (pure functions of plain numbers: no kernel types, no maps) */
+#ifndef IOPULSE_RQ_LOGIC_H
+#define IOPULSE_RQ_LOGIC_H
+
+#include "iopulse.h"
+
+/*
+ * REQ_OP_* numbers these decisions rely on. FLUSH (2) and DISCARD (3) have not moved since
+ * 4.10; every passthrough op (SCSI_IN/OUT 32/33 before 5.18, DRV_IN/OUT 34/35) is >= 32,
+ * while the zone ops moved below 32 over time (include/linux/blk_types.h).
+ */
+#define IOP_REQ_OP_FLUSH 2u
+#define IOP_REQ_OP_DISCARD 3u
+#define IOP_REQ_OP_FIRST_PASSTHROUGH 32u
+
+/*
+ * The /proc/diskstats group of an op (block/blk-core.c op_stat_group): only DISCARD is a
+ * discard; SECURE_ERASE, WRITE_ZEROES and the zone ops are writes (odd ops write); FLUSH is
+ * its own group. Passthrough (smartctl, nvme-cli, SG_IO) is not IO in diskstats: -1.
+ */
+static inline int iop_op_group(unsigned int op)
+{
+	if (op >= IOP_REQ_OP_FIRST_PASSTHROUGH)
+		return -1;
+	if (op == IOP_REQ_OP_FLUSH)
+		return IOP_OP_FLUSH;
+	if (op == IOP_REQ_OP_DISCARD)
+		return IOP_OP_DISCARD;
+	return (op & 1) ? IOP_OP_WRITE : IOP_OP_READ;
+}
+
+/*
+ * What identifies one IO across its dispatches: the time its request was set up (kept across
+ * requeue and re-dispatch, never re-stamped) and its start sector (moved only by a partial
+ * completion, which is followed by a requeue event). A request structure that is dispatched
+ * again with another fingerprint carries a new IO.
+ */
+static inline unsigned long long iop_rq_fingerprint(unsigned long long start_ns,
+						    unsigned long long sector)
+{
+	return start_ns ^ (sector * 0x9E3779B97F4A7C15ull);
+}
+
+enum iop_redispatch {
+	IOP_RD_SAME_IO = 0,   /* requeued, or a driver that started it and returned BUSY */
+	IOP_RD_LOST = 1,      /* a new IO: the previous one completed without a completion event */
+};
+
+/*
+ * A request structure dispatched while our record of its previous dispatch is still open.
+ * A requeue event in between, or the same fingerprint, means the same IO goes out again
+ * (block/blk-mq.c: a driver's queue_rq may call blk_mq_start_request and then return
+ * BLK_STS_RESOURCE/DEV_RESOURCE, SCSI behind a busy HBA does). Only a different IO proves
+ * that the previous one completed unseen.
+ */
+static inline enum iop_redispatch iop_redispatch_kind(int requeued, unsigned long long old_fp,
+						      unsigned long long new_fp)
+{
+	if (requeued || old_fp == new_fp)
+		return IOP_RD_SAME_IO;
+	return IOP_RD_LOST;
+}
+
+#endif

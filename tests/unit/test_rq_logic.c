@@ -1,0 +1,79 @@
+/* test_rq_logic.c - per-request decisions of the BPF programs: diskstats op groups, passthrough,
+ * and when a re-dispatched request proves a lost completion */
+#include <check.h>
+
+#include "check_main.h"
+#include "rq_logic.h"
+
+/* REQ_OP_* as include/linux/blk_types.h numbers them (6.18, and the older passthrough ops) */
+enum {
+	OP_READ = 0, OP_WRITE = 1, OP_FLUSH = 2, OP_DISCARD = 3, OP_SECURE_ERASE = 5,
+	OP_ZONE_APPEND = 7, OP_WRITE_ZEROES = 9, OP_ZONE_OPEN = 11, OP_ZONE_RESET = 17,
+	OP_ZONE_RESET_ALL = 19, OP_SCSI_IN = 32, OP_SCSI_OUT = 33, OP_DRV_IN = 34, OP_DRV_OUT = 35,
+};
+
+START_TEST(test_groups_as_diskstats)
+{
+	ck_assert_int_eq(iop_op_group(OP_READ), IOP_OP_READ);
+	ck_assert_int_eq(iop_op_group(OP_WRITE), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_FLUSH), IOP_OP_FLUSH);
+	ck_assert_int_eq(iop_op_group(OP_DISCARD), IOP_OP_DISCARD);
+	/* op_stat_group: only REQ_OP_DISCARD is a discard; the rest go by direction */
+	ck_assert_int_eq(iop_op_group(OP_SECURE_ERASE), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_WRITE_ZEROES), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_ZONE_APPEND), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_ZONE_OPEN), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_ZONE_RESET), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_ZONE_RESET_ALL), IOP_OP_WRITE);
+}
+END_TEST
+
+START_TEST(test_passthrough_is_not_io)
+{
+	ck_assert_int_eq(iop_op_group(OP_DRV_IN), -1);
+	ck_assert_int_eq(iop_op_group(OP_DRV_OUT), -1);
+	ck_assert_int_eq(iop_op_group(OP_SCSI_IN), -1);
+	ck_assert_int_eq(iop_op_group(OP_SCSI_OUT), -1);
+	ck_assert_int_eq(iop_op_group(255), -1);
+}
+END_TEST
+
+START_TEST(test_busy_redispatch_is_the_same_io)
+{
+	/* queue_rq started the request, returned BLK_STS_RESOURCE, the block layer sends it again */
+	unsigned long long fp = iop_rq_fingerprint(123456789ull, 2048);
+
+	ck_assert_int_eq(iop_redispatch_kind(0, fp, iop_rq_fingerprint(123456789ull, 2048)),
+			 IOP_RD_SAME_IO);
+	/* requeued after a partial completion moved its sector */
+	ck_assert_int_eq(iop_redispatch_kind(1, fp, iop_rq_fingerprint(123456789ull, 2056)),
+			 IOP_RD_SAME_IO);
+}
+END_TEST
+
+START_TEST(test_new_io_in_a_recycled_request_is_a_lost_completion)
+{
+	unsigned long long fp = iop_rq_fingerprint(123456789ull, 2048);
+
+	ck_assert_int_eq(iop_redispatch_kind(0, fp, iop_rq_fingerprint(123999999ull, 2048)),
+			 IOP_RD_LOST);
+	/* iostats off: the set-up time is stale, the sector tells them apart */
+	ck_assert_int_eq(iop_redispatch_kind(0, fp, iop_rq_fingerprint(123456789ull, 99)),
+			 IOP_RD_LOST);
+	ck_assert_int_eq(iop_redispatch_kind(0, iop_rq_fingerprint(0, 0),
+					     iop_rq_fingerprint(0, 8)), IOP_RD_LOST);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("rq_logic");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_groups_as_diskstats);
+	tcase_add_test(tc, test_passthrough_is_not_io);
+	tcase_add_test(tc, test_busy_redispatch_is_the_same_io);
+	tcase_add_test(tc, test_new_io_in_a_recycled_request_is_a_lost_completion);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
