@@ -86,9 +86,15 @@ struct {
 	__type(value, struct sync_start);
 } sync_start SEC(".maps");
 
-/* Per (tgid, tid, dev): struct iop_sync_val then the latency buckets; value size set at load. */
+/*
+ * Per (tgid, tid, dev): struct iop_sync_val then the latency buckets; value size set at load.
+ * A plain hash, not an LRU: the kernel never recycles an entry under a thread that is adding
+ * to it (elements are freed after an RCU grace period), and the daemon removes the entries of
+ * threads that have exited (src/threads.c). A full table is counted, never silently dropped.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(key_size, sizeof(struct iop_sync_key));
 	__uint(value_size, 8);
 	__uint(max_entries, IOP_MAX_THREADS_DEFAULT);
@@ -713,8 +719,7 @@ static __always_inline int sync_exit(void)
 		tmpl = bpf_map_lookup_elem(&sync_zero, &zero);
 		if (!tmpl)
 			goto out;
-		if (bpf_map_update_elem(&sync_table, &key, tmpl, BPF_NOEXIST) == 0)
-			global_inc(IOP_G_SYNC_NEW);
+		bpf_map_update_elem(&sync_table, &key, tmpl, BPF_NOEXIST);
 		val = bpf_map_lookup_elem(&sync_table, &key);
 		if (!val) {
 			global_inc(IOP_G_SYNC_FULL);
@@ -723,6 +728,8 @@ static __always_inline int sync_exit(void)
 		bpf_get_current_comm(val->comm, sizeof(val->comm));
 		bpf_probe_read_kernel_str(val->process, sizeof(val->process),
 					  bpf_get_current_task_btf()->group_leader->comm);
+		/* only this thread writes its entry; the daemon skips it while gen is 0 */
+		val->gen = __sync_fetch_and_add(&globals[IOP_G_SYNC_NEW], 1) + 1;
 	}
 	/* Only this thread writes this entry: plain adds are enough. */
 	if (s->kind < IOP_SYNC_MAX)

@@ -49,8 +49,8 @@ enum iop_cnt_id {
 enum iop_global_id {
 	IOP_G_NO_SLOT = 0,        /* events for a device when every slot was taken */
 	IOP_G_INFLIGHT_FULL = 1,  /* dispatches that found their record set full (not timed) */
-	IOP_G_SYNC_NEW = 2,       /* sync-table entries created (evictions = created - live) */
-	IOP_G_SYNC_FULL = 3,      /* sync-table inserts that failed */
+	IOP_G_SYNC_NEW = 2,       /* sync-table entries created (also each entry's generation) */
+	IOP_G_SYNC_FULL = 3,      /* sync calls not recorded: the sync table was full */
 	IOP_G_NO_BIO_TS = 4,      /* dispatches whose first bio had no submission record */
 	IOP_G_BIO_EVICT = 5,      /* bio records taken over (mostly bios merged into a request) */
 	IOP_G_MAX = 8,
@@ -124,6 +124,8 @@ struct iop_sync_val {
 	unsigned long long lat_max_ns;
 	unsigned long long flush_bios;   /* REQ_PREFLUSH bios submitted from inside the call */
 	unsigned long long last_ns;      /* completion time of the latest call */
+	unsigned long long gen;          /* creation number, never 0 once the entry is ready: a
+	                                  * re-created entry restarts its counts (no wrapping delta) */
 };
 
 /* dev_cache entry: kdev -> slot1 = slot + 1, 0 while invalid. Cleared by the daemon

@@ -308,6 +308,10 @@ size_t probes_slot_u64s(const struct probes *p) { return p->slot_u64s; }
 uint32_t probes_max_devices(const struct probes *p) { return p->max_devices; }
 int probes_sync_fd(const struct probes *p) { return bpf_map__fd(p->skel->maps.sync_table); }
 size_t probes_sync_value_size(const struct probes *p) { return p->sync_value_size; }
+uint32_t probes_sync_capacity(const struct probes *p)
+{
+	return bpf_map__max_entries(p->skel->maps.sync_table);
+}
 bool probes_bpf_stats_on(const struct probes *p) { return p->stats_fd >= 0; }
 
 uint64_t *probes_slot_data(struct probes *p, uint32_t slot)

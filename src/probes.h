@@ -52,6 +52,7 @@ const volatile uint64_t *probes_globals(struct probes *p);
 
 int probes_sync_fd(const struct probes *p);
 size_t probes_sync_value_size(const struct probes *p);
+uint32_t probes_sync_capacity(const struct probes *p);   /* sync-table entries */
 
 /* Cumulative run count and run time of each attached program; returns count or -errno. */
 int probes_prog_stats(struct probes *p, struct iop_bpf_prog_stat *out, size_t max);

@@ -18,6 +18,8 @@
 struct prev {
 	struct iop_sync_key key;
 	uint64_t gen;            /* 0: free slot */
+	uint64_t kgen;           /* the kernel entry's creation number these values came from */
+	bool idle;               /* no calls in the latest interval */
 	uint64_t calls[IOP_SYNC_MAX];
 	uint64_t flush_bios;
 	uint64_t lat_sum;
@@ -31,8 +33,7 @@ struct threads {
 	size_t cap;              /* hash capacity, power of two */
 	struct prev *tab;
 	uint64_t gen;
-	uint64_t evicted_total;  /* created - live, cumulative */
-	uint64_t evicted_prev;
+	uint32_t capacity;       /* kernel table entries */
 	uint8_t *vals;           /* BATCH kernel values */
 	struct iop_sync_key keys[64];
 	size_t vsize;
@@ -55,6 +56,7 @@ int threads_new(struct threads **out, struct probes *p, struct devices *d)
 	t->cap = 4096;   /* power of two; grows when more threads are live */
 	t->tab = calloc(t->cap, sizeof(*t->tab));
 	t->vsize = probes_sync_value_size(p);
+	t->capacity = probes_sync_capacity(p);
 	t->vals = malloc(64 * t->vsize);
 	if (!t->tab || !t->vals) {
 		threads_free(t);
@@ -123,6 +125,7 @@ static struct prev *prev_get(struct threads *t, const struct iop_sync_key *k)
 	}
 	memset(free_slot->calls, 0, sizeof(free_slot->calls));
 	free_slot->flush_bios = free_slot->lat_sum = 0;
+	free_slot->kgen = 0;
 	free_slot->key = *k;
 	free_slot->gen = t->gen;
 	return free_slot;
@@ -151,6 +154,8 @@ static int grow(struct threads *t)
 		if (!n)
 			return -ENOMEM;
 		memcpy(n->calls, old[i].calls, sizeof(n->calls));
+		n->kgen = old[i].kgen;
+		n->idle = old[i].idle;
 		n->flush_bios = old[i].flush_bios;
 		n->lat_sum = old[i].lat_sum;
 		n->gen = old[i].gen;
@@ -255,22 +260,23 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	bool reset;
 	size_t i, j;
 
+	if (!v->gen)
+		return 0;     /* being created by its thread: read it next time */
 	p = prev_get(t, key);
 	if (!p)
 		return -ENOMEM;
-	reset = p->gen != t->gen - 1 && p->gen != t->gen;
-	/* a recreated entry restarts at zero */
-	for (i = 0; i < IOP_SYNC_MAX; i++)
-		if (v->calls[i] < p->calls[i])
-			reset = true;
+	/* new to us, or re-created in the kernel since we last read it: it restarted at zero */
+	reset = (p->gen != t->gen - 1 && p->gen != t->gen) || p->kgen != v->gen;
 	if (reset) {
 		memset(p->calls, 0, sizeof(p->calls));
 		p->flush_bios = p->lat_sum = 0;
 		memset(p->hist, 0, t->nb * sizeof(uint32_t));
 	}
 	p->gen = t->gen;
+	p->kgen = v->gen;
 	for (i = 0; i < IOP_SYNC_MAX; i++)
 		dcalls += v->calls[i] - p->calls[i];
+	p->idle = dcalls == 0;
 	if (dcalls && thread_selected(c, v->comm)) {
 		if (ensure_out(t, *count + 1))
 			return -ENOMEM;
@@ -315,11 +321,43 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	return 0;
 }
 
+static bool thread_alive(const struct iop_sync_key *k)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u", k->tgid, k->pid);
+	return access(path, F_OK) == 0 || errno != ENOENT;
+}
+
+/*
+ * Removes the kernel entries of threads that have exited (their last calls were reported
+ * already; a thread that is gone cannot add to its entry again). Checked every 16th interval,
+ * or every interval once the table is half full. Returns the number removed.
+ */
+static uint64_t remove_exited(struct threads *t, int fd, size_t live)
+{
+	uint64_t removed = 0;
+	size_t i;
+
+	if (live * 2 < t->capacity && t->gen % 16)
+		return 0;
+	for (i = 0; i < t->cap; i++) {
+		struct prev *p = &t->tab[i];
+
+		if (p->gen != t->gen || !p->idle || thread_alive(&p->key))
+			continue;
+		if (bpf_map_delete_elem(fd, &p->key) == 0)
+			removed++;
+		p->gen = 0;
+	}
+	return removed;
+}
+
 int threads_collect(struct threads *t, const struct iop_config *c,
 		    struct iop_thread_interval **out, size_t *n, uint64_t *evicted)
 {
 	int fd = probes_sync_fd(t->probes), last_tgid = -1, last_osd = -1, r = 0;
-	uint64_t batch = 0, created;
+	uint64_t batch = 0;
 	size_t count = 0, live = 0, i;
 	char last_name[16] = "";
 	bool first = true, done = false;
@@ -354,10 +392,7 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 	for (i = 0; i < t->cap; i++)
 		if (t->tab[i].gen && t->tab[i].gen != t->gen)
 			t->tab[i].gen = 0;
-	created = probes_globals(t->probes)[IOP_G_SYNC_NEW];
-	t->evicted_total = created > live ? created - live : 0;
-	*evicted = t->evicted_total - t->evicted_prev;
-	t->evicted_prev = t->evicted_total;
+	*evicted = remove_exited(t, fd, live);
 	*out = t->out;
 	*n = count;
 	return 0;

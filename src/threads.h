@@ -18,7 +18,8 @@ struct threads *threads_free(struct threads *t);
 /*
  * Read the kernel table and return the threads that made sync calls since the previous
  * call, filtered by the config's thread globs. *out stays valid until the next call.
- * *evicted: entries the kernel's LRU dropped since the previous call.
+ * *evicted: entries of exited threads removed from the kernel table by this call (after
+ * their last calls were reported: nothing is lost).
  */
 int threads_collect(struct threads *t, const struct iop_config *c,
 		    struct iop_thread_interval **out, size_t *n, uint64_t *evicted);

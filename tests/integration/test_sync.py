@@ -133,3 +133,50 @@ def test_process_name_of_exited_process(loopdev, daemon):
     assert sum(t["fdatasync"] for t in mine) == fio_sync_calls(res)
     assert all(t["process"] == "fio" for t in mine), \
         f"process name lost once the process exited: {seen}"
+
+
+def _job_calls(res):
+    return [max(int(j["sync"].get("total_ios", 0)), int(j["sync"].get("lat_ns", {}).get("N", 0)))
+            for j in res["jobs"]]
+
+
+def test_full_sync_table_counts_what_it_drops_and_frees_exited_threads(loopdev, daemon):
+    """A sync table smaller than the number of syncing threads: every call is either reported
+    or counted in sync_full, no delta wraps, and the entries of threads that exited are freed
+    for the next ones."""
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name, "--max-threads", "16")
+    waves = []
+    for wave in range(2):
+        res = run_fio(name=f"iop-full-{wave}", filename=lo.path, rw="write", ioengine="psync",
+                      fdatasync=1, bs="4k", size="1M", offset_increment="1M", numjobs=24,
+                      direct=1)
+        waves.append(_job_calls(res))
+        time.sleep(2.5)     # the daemon removes the exited threads' entries
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+    ivs = d.all_intervals()
+    mine = _fio_threads(ivs, lo.name)
+    full = sum(iv["drops"]["sync_full"] for iv in ivs)
+    freed = sum(iv["drops"]["sync_evicted"] for iv in ivs)
+    truth = sum(sum(w) for w in waves)
+    got = sum(t["fdatasync"] for t in mine)
+    per_thread = {}
+    for t in mine:
+        per_thread[t["tid"]] = per_thread.get(t["tid"], 0) + t["fdatasync"]
+    print(f"\n{lo.name}: fio fdatasync calls per wave {[sum(w) for w in waves]} "
+          f"({len(waves[0])} jobs each, table of 16); reported {got} by {len(per_thread)} "
+          f"threads, sync_full {full}, entries of exited threads freed {freed}")
+    # one fdatasync per 4k write; fio's latency samples may miss the last (see above)
+    assert all(c in (255, 256) for w in waves for c in w), f"fio calls per job: {waves}"
+    _check_thread_entries(mine)
+    # no wrapping delta: no thread reports more calls than one job made
+    assert max(per_thread.values()) <= 256, f"a thread reported {max(per_thread.values())}"
+    assert got < truth, "24 syncing threads fit in a 16-entry table?"
+    # every call is reported or counted as dropped (sync_full may also hold other threads')
+    assert got + full >= truth, f"reported {got} + sync_full {full} < fio's {truth} calls"
+    assert freed >= 16, f"only {freed} entries of exited threads were freed"
+    second = sum(c for t, c in per_thread.items() if t in
+                 {x["tid"] for iv in ivs[len(ivs) // 2:] for x in iv["threads"]})
+    assert second > 0, "no thread of the second wave was reported"
