@@ -218,7 +218,10 @@ static __always_inline void rq_read_btf(struct request *rq, u64 rq_addr, struct 
 	v->data_len = rq->__data_len;
 	v->kdev = 0;
 	if (!rollup_partitions) {
+		/* rq->part is only set when the disk keeps iostats; the bio knows its partition */
 		part = rq->part;
+		if (!part && rq->bio && bpf_core_field_exists(rq->bio->bi_bdev))
+			part = rq->bio->bi_bdev;
 		if (part)
 			v->kdev = part->bd_dev;
 	}
@@ -242,6 +245,8 @@ static __always_inline void rq_read_core(struct request *rq, struct rq_view *v)
 	v->kdev = 0;
 	if (!rollup_partitions) {
 		part = BPF_CORE_READ(rq, part);
+		if (!part && bpf_core_field_exists(rq->bio->bi_bdev))
+			part = BPF_CORE_READ(rq, bio, bi_bdev);
 		if (part)
 			v->kdev = BPF_CORE_READ(part, bd_dev);
 	}
