@@ -40,22 +40,49 @@ struct probes {
 
 /* libbpf's messages: kept for the error report, printed at debug level. */
 static char libbpf_last[4096];
+/* the end of the latest verifier log libbpf passed on */
+static char verifier_last[4096];
+_Static_assert(sizeof(verifier_last) == sizeof(libbpf_last), "libbpf_print copies one into the other");
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char line[1024];
-	size_t used;
+	static char msg[1 << 16];   /* a verifier log arrives as one message */
+	const char *tail;
+	size_t used, len;
 
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (level == LIBBPF_DEBUG && log_get_level() < IOP_LOG_DEBUG)
 		return 0;
+	len = strlen(msg);
+	/* keep the end: that is where the verifier says why it refused */
+	tail = len >= sizeof(libbpf_last) ? msg + len - (sizeof(libbpf_last) - 1) : msg;
+	if (strstr(tail, "-- END PROG LOAD LOG --"))   /* tail fits: both buffers are one size */
+		memcpy(verifier_last, tail, strlen(tail) + 1);
+	len = strlen(tail);
 	used = strlen(libbpf_last);
-	if (used + strlen(line) + 1 >= sizeof(libbpf_last))
-		libbpf_last[0] = '\0';
-	strncat(libbpf_last, line, sizeof(libbpf_last) - strlen(libbpf_last) - 1);
+	if (used + len + 1 >= sizeof(libbpf_last))
+		used = 0;
+	memcpy(libbpf_last + used, tail, len + 1);
 	if (log_get_level() >= IOP_LOG_DEBUG)
-		fprintf(stderr, "libbpf: %s", line);
+		fprintf(stderr, "libbpf: %s", msg);
 	return 0;
+}
+
+/*
+ * The verifier's reason for refusing a program: the line before "processed N insns" in the
+ * kept libbpf output, or "" when there is none.
+ */
+static void verifier_reason(char *out, size_t len)
+{
+	const char *p = strstr(verifier_last, "\nprocessed "), *start;
+
+	out[0] = '\0';
+	if (!p || p == verifier_last)
+		return;
+	start = p - 1;
+	while (start > verifier_last && start[-1] != '\n')
+		start--;
+	snprintf(out, len, "%.*s", (int)(p - start), start);
 }
 
 static int ensure_tracefs(char *err, size_t errlen)
@@ -153,15 +180,19 @@ static int load_once(struct probes *p, const struct probes_opts *o)
 	if (err)
 		return err;
 	libbpf_last[0] = '\0';
+	verifier_last[0] = '\0';
 	return iopulse_bpf__load(p->skel);
 }
 
 static void explain(int err, const char *what, char *buf, size_t len)
 {
 	const char *tail = strrchr(libbpf_last, '\n');
-	char last[512] = "";
+	char last[512] = "", why[256];
 
-	if (tail) {
+	verifier_reason(why, sizeof(why));
+	if (why[0]) {
+		snprintf(last, sizeof(last), " (the verifier refused it: %s)", why);
+	} else if (tail) {
 		/* last complete libbpf line, for context */
 		const char *start = tail;
 
@@ -244,7 +275,11 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 	p->raw_tp = !p->compat.have_block_tps;
 	r = load_once(p, o);
 	if (r && !p->raw_tp) {
-		log_warn("tp_btf programs did not load (%s); falling back to raw_tp", strerror(-r));
+		char why[256];
+
+		verifier_reason(why, sizeof(why));
+		log_warn("tp_btf programs did not load (%s%s%s); falling back to raw_tp",
+			 strerror(-r), why[0] ? ": verifier: " : "", why);
 		iopulse_bpf__destroy(p->skel);
 		p->raw_tp = true;
 		r = load_once(p, o);
