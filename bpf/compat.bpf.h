@@ -49,6 +49,7 @@ static __always_inline unsigned int iop_req_preflush(void)
 
 enum rqf_flags___x {
 	__RQF_FLUSH_SEQ___x = 1,
+	__RQF_IO_STAT___x = 2,
 };
 
 static __always_inline unsigned int iop_rqf_flush_seq(void)
@@ -56,6 +57,14 @@ static __always_inline unsigned int iop_rqf_flush_seq(void)
 	if (bpf_core_enum_value_exists(enum rqf_flags___x, __RQF_FLUSH_SEQ___x))
 		return 1U << bpf_core_enum_value(enum rqf_flags___x, __RQF_FLUSH_SEQ___x);
 	return 1U << 4;
+}
+
+/* RQF_IO_STAT (start_time_ns is kept), 0 where it is not an enum (before 6.11) */
+static __always_inline unsigned int iop_rqf_io_stat(void)
+{
+	if (bpf_core_enum_value_exists(enum rqf_flags___x, __RQF_IO_STAT___x))
+		return 1U << bpf_core_enum_value(enum rqf_flags___x, __RQF_IO_STAT___x);
+	return 0;
 }
 
 #endif

@@ -20,6 +20,12 @@ const volatile unsigned int sync_u64s = sizeof(struct iop_sync_val) / 8 + IOP_HI
 const volatile bool rollup_partitions = true;
 const volatile unsigned int rq_issue_arg = 0;  /* index of struct request * (see compat.bpf.h) */
 const volatile unsigned int rec_set_mask = IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS - 1;
+/*
+ * Queue wait from each bio's submission (block_bio_queue: exact, tag and plug waits included),
+ * or, false, from the request's set-up (the kernel's start_time_ns): no clock read or record
+ * per bio, the bio program then only counts flush bios inside sync calls.
+ */
+const volatile bool bio_records = true;
 
 /* ---- maps ---- */
 
@@ -255,6 +261,19 @@ static __always_inline void rq_read_core(struct request *rq, struct rq_view *v)
 			  (u32)BPF_CORE_READ(disk, first_minor);
 }
 
+/*
+ * The request's set-up time as the kernel's iostats keep it (start_time_ns), 0 where it is not
+ * kept for this request (iostats off: RQF_IO_STAT unset) or not yet in the past.
+ */
+static __always_inline u64 rq_start_ns(const struct rq_view *v, u64 now)
+{
+	unsigned int io_stat = iop_rqf_io_stat();
+
+	if (io_stat && !(v->rq_flags & io_stat))
+		return 0;
+	return v->start_ns <= now ? v->start_ns : 0;
+}
+
 /* Set index from the low 32 bits of an address (a 32-bit copy of a pointer is a number). */
 static __always_inline u32 rec_set(u64 ptr)
 {
@@ -270,10 +289,13 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf)
 	struct iop_bio_set *set;
 	struct iop_bio_rec *r = 0;
 	struct sync_start *s;
-	u64 now = bpf_ktime_get_ns(), oldest = ~0ULL;
+	u64 now, oldest = ~0ULL;
 	u32 idx = rec_set(bio), victim = 0;
 	int i;
 
+	if (!bio_records)
+		goto flags;
+	now = bpf_ktime_get_ns();
 	set = bpf_map_lookup_elem(&bio_recs, &idx);
 	if (!set)
 		return 0;
@@ -297,6 +319,7 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf)
 	}
 	r->q_ns = now;
 	r->opf = opf;
+flags:
 	if (opf & iop_req_preflush()) {
 		s = bpf_task_storage_get(&sync_start, bpf_get_current_task_btf(), 0, 0);
 		if (s && s->ts)
@@ -422,7 +445,7 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 	grp = op_group(v->cmd_flags);
 	if (grp < 0)
 		return 0;     /* passthrough: not IO in diskstats */
-	if (v->bio) {
+	if (bio_records && v->bio) {
 		q = take_bio(v->bio, &opf);
 		if (!q)
 			global_inc(IOP_G_NO_BIO_TS);
@@ -435,8 +458,8 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 		else if (!q && r->q_ns)
 			q = r->q_ns;  /* the same IO again: keep its first submission time */
 	}
-	if (!q && v->start_ns && v->start_ns <= now)
-		q = v->start_ns;      /* no bio record: request allocation is the best we have */
+	if (!q)
+		q = rq_start_ns(v, now);  /* no bio record: the request's set-up is the best we have */
 	slot = dev_slot(v->kdev);
 	if (r) {
 		r->q_ns = q;
@@ -550,7 +573,7 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 	cnt_add(base, IOP_C_IOS + grp, 1);
 	if (!r) {
 		/* never dispatched itself: a PREFLUSH with no data waits for the flush machinery */
-		q = v->bio ? take_bio(v->bio, &opf) : 0;
+		q = bio_records ? (v->bio ? take_bio(v->bio, &opf) : 0) : rq_start_ns(v, now);
 		if (q && q <= now && (opf & iop_req_preflush()))
 			record_flags(base, opf, q, now);
 		else

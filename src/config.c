@@ -60,6 +60,7 @@ int config_init_defaults(struct iop_config *c)
 		.interval_ms = 1000,
 		.hist_precision = IOP_HIST_K_DEFAULT,
 		.rollup_partitions = true,
+		.queue_from_bio = true,
 		.sync_enabled = true,
 		.max_devices = 64,
 		.max_threads = 1024,
@@ -201,6 +202,7 @@ struct key {
 static const struct key histogram_keys[] = {
 	{ .name = "precision", .type = KEY_UINT, .offset = FIELD(hist_precision),
 	  .min = IOP_HIST_K_MIN, .max = IOP_HIST_K_MAX },
+	{ .name = "queue_from_bio", .type = KEY_BOOL, .offset = FIELD(queue_from_bio) },
 	{ .name = NULL },
 };
 

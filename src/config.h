@@ -30,6 +30,7 @@ struct iop_config {
 	struct iop_strlist dev_include;  /* devices.include: globs on kernel names; empty = all */
 	struct iop_strlist dev_exclude;  /* devices.exclude: globs; default ["ram*", "zram*"] */
 	bool rollup_partitions;        /* devices.rollup_partitions: default true */
+	bool queue_from_bio;           /* histogram.queue_from_bio: default true */
 	struct iop_strlist thread_include; /* sync.threads.include: globs on thread names */
 	struct iop_strlist thread_exclude; /* sync.threads.exclude */
 	bool sync_enabled;             /* sync.enabled: default true */

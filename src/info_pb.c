@@ -123,6 +123,7 @@ static int fill_config(Iopulse__V1__Info *info, const struct iop_config *c)
 	join_list(b, sizeof(b), c->dev_exclude.v, c->dev_exclude.n);
 	r = r ?: add_config(info, "devices.exclude", b);
 	r = r ?: add_config(info, "devices.rollup_partitions", c->rollup_partitions ? "true" : "false");
+	r = r ?: add_config(info, "histogram.queue_from_bio", c->queue_from_bio ? "true" : "false");
 	r = r ?: add_config(info, "sync.enabled", c->sync_enabled ? "true" : "false");
 	join_list(b, sizeof(b), c->thread_include.v, c->thread_include.n);
 	r = r ?: add_config(info, "sync.threads.include", b);

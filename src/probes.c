@@ -112,7 +112,11 @@ static int ensure_tracefs(char *err, size_t errlen)
 	return 0;
 }
 
-static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync)
+/*
+ * The bio program times bios for queue wait and counts flush bios inside sync calls: it is
+ * left out when neither is wanted.
+ */
+static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync, bool bio)
 {
 	struct bpf_program *btf_progs[] = {
 		s->progs.iop_bio_queue, s->progs.iop_rq_issue, s->progs.iop_rq_complete,
@@ -132,6 +136,10 @@ static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync)
 	for (i = 0; i < sizeof(btf_progs) / sizeof(btf_progs[0]); i++) {
 		bpf_program__set_autoload(btf_progs[i], !raw_tp);
 		bpf_program__set_autoload(raw_progs[i], raw_tp);
+	}
+	if (!bio) {
+		bpf_program__set_autoload(s->progs.iop_bio_queue, false);
+		bpf_program__set_autoload(s->progs.iop_bio_queue_raw, false);
 	}
 	for (i = 0; i < sizeof(sync_progs) / sizeof(sync_progs[0]); i++)
 		bpf_program__set_autoload(sync_progs[i], sync);
@@ -165,7 +173,8 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	err = err ?: bpf_map__set_value_size(s->maps.sync_table, (uint32_t)p->sync_value_size);
 	err = err ?: bpf_map__set_max_entries(s->maps.sync_table, o->max_threads);
 	err = err ?: bpf_map__set_value_size(s->maps.sync_zero, (uint32_t)p->sync_value_size);
-	select_programs(s, p->raw_tp, o->sync_enabled);
+	s->rodata->bio_records = o->queue_from_bio;
+	select_programs(s, p->raw_tp, o->sync_enabled, o->queue_from_bio || o->sync_enabled);
 	return err;
 }
 

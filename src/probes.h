@@ -11,6 +11,7 @@
 struct probes_opts {
 	unsigned int hist_k;
 	bool rollup_partitions;
+	bool queue_from_bio;   /* queue wait from bio submission (a program and record per bio) */
 	bool sync_enabled;
 	bool bpf_stats;
 	uint32_t max_devices;

@@ -17,7 +17,9 @@ How the first test differs from the obvious "one libaio job, 4k, iodepth 64", an
   is a large share of a 4k IO; 64k reads from a filled file on the root disk take ~300 us of
   service and ~1 ms of queue wait, and fio's clat mean came out within 7-11% of the daemon's.
 """
+import json
 import signal
+import subprocess
 import statistics
 import time
 
@@ -128,3 +130,53 @@ def test_queue_wait_counted_without_scheduler(loopdev, daemon):
         else:
             assert h["p50"] is None, f"interval {iv['seq']}: count 0 but p50 {h['p50']}"
 
+
+
+def _loaded_prog_names():
+    out = subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
+                         text=True).stdout
+    return [p.get("name", "") for p in json.loads(out)]
+
+
+def test_queue_wait_from_request_setup(loopdev, daemon):
+    """--queue-from request: no bio probe, queue wait from the kernel's start_time_ns."""
+    lo = loopdev("1G")
+    lo.set_scheduler("none")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name, "--queue-from", "request",
+               "--no-sync")
+    names = _loaded_prog_names()
+    assert "iop_rq_issue" in names and "iop_rq_complete" in names, names
+    assert not any(n.startswith("iop_bio_queue") for n in names), \
+        f"bio probe loaded with --queue-from request --no-sync: {names}"
+    before = wait_idle(lo.name)
+    res = run_fio(name="iop-qwait-req", filename=lo.path, rw="randread", bs="4k",
+                  ioengine="psync", numjobs=4, thread=True, group_reporting=True, direct=1,
+                  size="1G", time_based=True, runtime="4s", randrepeat=0)
+    after = wait_idle(lo.name)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+
+    ivs = d.all_intervals()
+    ios = sum_op(ivs, lo.name, "read", "ios")
+    unseen = sum_op(ivs, lo.name, "read", "completion_unseen")
+    no_qts = sum_op(ivs, lo.name, "read", "no_queue_ts")
+    qcount = sum_hist_count(ivs, lo.name, "read", "queue_wait_ns")
+    scount = sum_hist_count(ivs, lo.name, "read", "service_ns")
+    means = {h: _run_mean(ivs, lo.name, h) for h in ("queue_wait_ns", "service_ns", "total_ns")}
+    clat_mean = res["jobs"][0]["read"]["clat_ns"]["mean"]
+    print(f"\n{lo.name} --queue-from request: read ios {ios} (diskstats "
+          f"{(after - before).reads}); queue_wait count {qcount}, service count {scount}, "
+          f"no_queue_ts {no_qts}, completion_unseen {unseen}; run means "
+          + ", ".join(f"{h} {v:.0f}" for h, v in means.items())
+          + f"; fio clat mean {clat_mean:.0f}")
+    assert ios == (after - before).reads, "read ios != /proc/diskstats"
+    assert unseen <= ios * 0.0005, f"{unseen} of {ios} completions unseen"
+    # iostats are on: every request carries the kernel's set-up time
+    assert no_qts == 0, f"{no_qts} reads without a set-up time"
+    assert qcount == ios - unseen and scount == ios - unseen, \
+        f"queue {qcount} / service {scount} samples for {ios - unseen} timed reads"
+    assert means["queue_wait_ns"] + means["service_ns"] == \
+        pytest.approx(means["total_ns"], rel=0.03), f"means do not add up: {means}"
+    assert means["total_ns"] <= clat_mean * 1.02, \
+        f"mean total_ns {means['total_ns']:.0f} > fio clat mean {clat_mean:.0f}"

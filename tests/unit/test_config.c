@@ -316,7 +316,7 @@ static const struct bad_case bad_cases[] = {
 	{ "server:\n  ring: 0s\n", "2:9", "server.ring", "out of range" },
 	{ "server:\n  tcp:\n", "2:7", "server.tcp", "expected a listen address" },
 	{ "histogram:\n  precison: 5\n", "2:3", "histogram.precison",
-	  "unknown key (expected precision)" },
+	  "unknown key (expected precision, queue_from_bio)" },
 	{ "devices:\n  inclde: [sd*]\n", "2:3", "devices.inclde",
 	  "unknown key (expected include, exclude, rollup_partitions)" },
 	{ "sync:\n  enable: true\n", "2:3", "sync.enable", "unknown key (expected enabled, threads)" },
