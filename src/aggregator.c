@@ -295,6 +295,10 @@ static int build_devices(struct aggregator *a, const struct iop_config *c, size_
 static void retire_slots(struct aggregator *a)
 {
 	uint32_t s;
+	int r0 = probes_recycle_slots(a->probes);
+
+	if (r0)
+		log_warn("cannot hand released device slots back: %s", strerror(-r0));
 
 	for (s = 0; s < a->nslots; s++) {
 		struct slot_state *st = &a->slots[s];

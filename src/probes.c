@@ -36,6 +36,7 @@ struct probes {
 	size_t rq_recs_len;
 	size_t rq_recs_n;
 	int stats_fd;
+	uint8_t *draining;        /* per slot: 0, or 1/2 = released, recycled at the 2nd call */
 };
 
 /* libbpf's messages: kept for the error report, printed at debug level. */
@@ -266,6 +267,11 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 	p->nb = IOP_HIST_NBUCKETS(o->hist_k);
 	p->slot_u64s = IOP_C_MAX + (size_t)IOP_H_MAX * p->nb;
 	p->max_devices = o->max_devices;
+	p->draining = calloc(o->max_devices, 1);
+	if (!p->draining) {
+		free(p);
+		return -ENOMEM;
+	}
 	libbpf_set_print(libbpf_print);
 
 	r = btf_compat_detect(&p->compat, err, errlen);
@@ -337,6 +343,7 @@ struct probes *probes_free(struct probes *p)
 	if (p->stats_fd >= 0)
 		close(p->stats_fd);
 	iopulse_bpf__destroy(p->skel);
+	free(p->draining);
 	free(p);
 	return NULL;
 }
@@ -446,10 +453,27 @@ int probes_release_slot(struct probes *p, uint32_t kdev, uint32_t slot)
 	r = clear_cache(p, kdev);
 	if (r)
 		return r;
-	memset(d, 0, p->slot_stride);
-	if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.free_slots), NULL, &slot, BPF_ANY))
-		return -errno;
+	p->draining[slot] = 1;
 	return 0;
+}
+
+int probes_recycle_slots(struct probes *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.free_slots), r = 0;
+	uint32_t s;
+
+	for (s = 0; s < p->max_devices; s++) {
+		if (!p->draining[s])
+			continue;
+		if (p->draining[s]++ < 2)
+			continue;
+		/* a whole interval since the release: no event still holds the slot */
+		memset(probes_slot_data(p, s), 0, p->slot_stride);
+		p->draining[s] = 0;
+		if (bpf_map_update_elem(fd, NULL, &s, BPF_ANY))
+			r = -errno;
+	}
+	return r;
 }
 
 int probes_prog_stats(struct probes *p, struct iop_bpf_prog_stat *out, size_t max)

@@ -45,8 +45,14 @@ void probes_rq_recs_unmap(struct probes *p);
 int probes_for_each_slot(struct probes *p, int (*fn)(void *ctx, uint32_t kdev, uint32_t slot),
 			 void *ctx);
 
-/* Unassign a slot: forget kdev, zero the slot data, hand the slot back to the BPF side. */
+/*
+ * Unassign a slot in two steps, so that an event that looked the slot up just before the
+ * release cannot leave counts in it for the next device: probes_release_slot forgets kdev
+ * (new events for it get a fresh slot); probes_recycle_slots, called an interval later, zeroes
+ * the slots released before its previous call and hands them back to the BPF side.
+ */
 int probes_release_slot(struct probes *p, uint32_t kdev, uint32_t slot);
+int probes_recycle_slots(struct probes *p);
 
 /* Cumulative global counters (enum iop_global_id). */
 const volatile uint64_t *probes_globals(struct probes *p);

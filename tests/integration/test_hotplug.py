@@ -2,7 +2,7 @@
 import signal
 import time
 
-from iopulse_testlib import run_fio
+from iopulse_testlib import run_fio, wait_idle
 
 
 def _listed(iv, name, backing=None):
@@ -43,3 +43,33 @@ def test_loop_attach_detach(loopdev, daemon):
     assert d.running(), f"daemon died after the detach: {d.describe()}"
     rc = d.stop(signal.SIGTERM)
     assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+
+
+def test_released_slot_serves_the_next_device(loopdev, daemon):
+    """With two device slots (the root disk may hold one), a detached loop device's slot is
+    handed back an interval after its release and the next device counts from zero."""
+    d = daemon("--json", "-i", "1s", "--devices", "loop*", "--max-devices", "2")
+    d.next_interval(timeout=5)
+    a = loopdev("64M")
+    run_fio(name="iop-slot-a", filename=a.path, rw="randread", bs="4k", ioengine="psync",
+            direct=1, size="64M", number_ios=3000)
+    d.wait_for(lambda iv: any(x["ops"]["read"]["ios"] > 0 for x in _listed(iv, a.name)),
+               timeout=8, what=f"{a.name} with reads")
+    b = loopdev("64M")         # another device number, idle so far
+    a.detach()
+    for _ in range(4):         # released, then recycled an interval later
+        d.next_interval(timeout=5)
+    before = wait_idle(b.name)
+    run_fio(name="iop-slot-b", filename=b.path, rw="randread", bs="4k", ioengine="psync",
+            direct=1, size="64M", number_ios=500)
+    truth = wait_idle(b.name) - before
+    time.sleep(2.5)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+    ivs = d.all_intervals()
+    seen = sum(x["ops"]["read"]["ios"] for iv in ivs for x in _listed(iv, b.name, b.backing))
+    no_slot = sum(iv.get("drops", {}).get("no_slot", 0) for iv in ivs)
+    print(f"\n{b.name} after {a.name}'s slot was released: reads {seen}, diskstats "
+          f"{truth.reads}, drops.no_slot {no_slot}")
+    assert truth.reads >= 500
+    assert seen == truth.reads, f"{b.name}: {seen} reads reported, diskstats {truth.reads}"
