@@ -19,6 +19,9 @@
  *    enum req_flag_bits in BTF. REQ_OP_BITS has been 8 since 4.10 (ef295ecf090d).
  * 4. rq_flags bits became an enum (__RQF_FLUSH_SEQ) in 6.11 (5f89154e8e9e "block: Use enum to
  *    define RQF_x bit indexes", 6.11); before that RQF_FLUSH_SEQ was (1 << 4).
+ * 5. A filesystem that is not one block device reports an anonymous s_dev (major 0): btrfs
+ *    keeps its devices in struct btrfs_fs_info (present in BTF only where btrfs is built in or
+ *    its module BTF is loaded); others with sb->s_bdev set use that.
  */
 
 struct request___pre517 {
@@ -65,6 +68,35 @@ static __always_inline unsigned int iop_rqf_io_stat(void)
 	if (bpf_core_enum_value_exists(enum rqf_flags___x, __RQF_IO_STAT___x))
 		return 1U << bpf_core_enum_value(enum rqf_flags___x, __RQF_IO_STAT___x);
 	return 0;
+}
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+#define IOP_BTRFS_SUPER_MAGIC 0x9123683EUL
+
+/*
+ * The disk behind a superblock: s_dev when it is a block device, else s_bdev, else for btrfs
+ * the device it last wrote its super block to (latest_dev; one disk of a multi-device fs);
+ * else the anonymous s_dev (overlayfs, tmpfs, NFS: no disk of this node to name).
+ */
+static __always_inline u32 iop_sb_disk(struct super_block *sb)
+{
+	struct btrfs_fs_info *fs;
+	struct block_device *bdev;
+	u32 dev = sb->s_dev;
+
+	if (dev >> 20)
+		return dev;
+	bdev = sb->s_bdev;
+	if (bdev)
+		return bdev->bd_dev;
+	if (!bpf_core_type_exists(struct btrfs_fs_info) || sb->s_magic != IOP_BTRFS_SUPER_MAGIC)
+		return dev;
+	fs = bpf_rdonly_cast(sb->s_fs_info, bpf_core_type_id_kernel(struct btrfs_fs_info));
+	if (fs && fs->fs_devices && fs->fs_devices->latest_dev &&
+	    fs->fs_devices->latest_dev->bdev)
+		return fs->fs_devices->latest_dev->bdev->bd_dev;
+	return dev;
 }
 
 #endif

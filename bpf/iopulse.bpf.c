@@ -10,7 +10,6 @@
 #include "compat.bpf.h"
 #include "rq_logic.h"
 
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 /* ---- load-time settings (written by src/probes.c before load) ---- */
 const volatile unsigned int hist_k = IOP_HIST_K_DEFAULT;
@@ -707,7 +706,7 @@ static __always_inline u32 fd_kdev(long fd)
 	mode = inode->i_mode;
 	if ((mode & 00170000) == 0060000)   /* S_ISBLK */
 		return inode->i_rdev;
-	return inode->i_sb->s_dev;
+	return iop_sb_disk(inode->i_sb);
 }
 
 static __always_inline int sync_enter(long fd, unsigned int kind)

@@ -149,11 +149,18 @@ class LoopDev:
                              f"now {_sysfs_read(p)}")
 
     def mkfs_ext4_and_mount(self) -> str:
-        _run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0",
-              self.path], timeout=120)
+        return self.mkfs_and_mount("ext4")
+
+    def mkfs_and_mount(self, fstype: str) -> str:
+        """Make an ext4 or btrfs file system on the device and mount it (unmounted at cleanup)."""
+        if fstype == "ext4":
+            mkfs = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
+        else:
+            mkfs = ["mkfs.btrfs", "-q", "-f"]
+        _run(mkfs + [self.path], timeout=120)
         mnt = tempfile.mkdtemp(prefix="iopulse-it-mnt-")
         self._factory._push(lambda: os.rmdir(mnt), f"rmdir {mnt}")
-        _run(["mount", "-t", "ext4", self.path, mnt])
+        _run(["mount", "-t", fstype, self.path, mnt])
         self._factory._push(lambda: _umount(mnt), f"umount {mnt}")
         return mnt
 

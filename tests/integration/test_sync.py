@@ -180,3 +180,33 @@ def test_full_sync_table_counts_what_it_drops_and_frees_exited_threads(loopdev, 
     second = sum(c for t, c in per_thread.items() if t in
                  {x["tid"] for iv in ivs[len(ivs) // 2:] for x in iv["threads"]})
     assert second > 0, "no thread of the second wave was reported"
+
+
+def test_fdatasync_on_btrfs_names_the_disk(loopdev, daemon):
+    """btrfs reports an anonymous device number (major 0) for its files: the sync table must
+    name the disk holding the file system instead, so the calls join that disk's IO."""
+    lo = loopdev("512M")
+    mnt = lo.mkfs_and_mount("btrfs")
+    st_dev = os.stat(mnt).st_dev
+    os.sync()
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--threads", "fio*")
+    res = run_fio(name="iop-btrfs", filename=os.path.join(mnt, "sync.dat"), rw="write",
+                  ioengine="psync", fdatasync=1, bs="4k", size="4M")
+    time.sleep(1.2)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+    ivs = d.all_intervals()
+    fio_calls = fio_sync_calls(res)
+    entries = threads_where(ivs, lambda t: t["comm"] == "fio")
+    by_dev = {}
+    for t in entries:
+        by_dev[t["device"]] = by_dev.get(t["device"], 0) + t["fdatasync"]
+    print(f"\nbtrfs on {lo.name} (st_dev {os.major(st_dev)}:{os.minor(st_dev)}): fio fdatasync "
+          f"calls {fio_calls}; iopulsed fdatasync by device {by_dev}")
+    assert os.major(st_dev) == 0, "btrfs no longer reports an anonymous device: test is moot"
+    assert fio_calls >= 1000, f"fio made only {fio_calls} calls"
+    assert by_dev.get(lo.name, 0) == fio_calls, \
+        f"fdatasync calls attributed to {lo.name}: {by_dev.get(lo.name, 0)} of {fio_calls}"
+    # the disk's own IO is there too, in the same intervals
+    assert sum_op(ivs, lo.name, "write", "ios") > 0
