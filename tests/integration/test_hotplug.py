@@ -1,4 +1,5 @@
 """Loop devices attached and detached while the daemon runs: no restart needed."""
+import os
 import signal
 import time
 
@@ -46,9 +47,12 @@ def test_loop_attach_detach(loopdev, daemon):
 
 
 def test_released_slot_serves_the_next_device(loopdev, daemon):
-    """With two device slots (the root disk may hold one), a detached loop device's slot is
-    handed back an interval after its release and the next device counts from zero."""
-    d = daemon("--json", "-i", "1s", "--devices", "loop*", "--max-devices", "2")
+    """One device slot more than the devices present now (any of them may do IO and hold a
+    slot): the loop device made next takes the last one; the one made after it gets a slot
+    only when the first is detached and its slot handed back, and must count from zero."""
+    slots = 1 + sum(1 for n in os.listdir("/sys/block")
+                    if int(open(f"/sys/block/{n}/size").read()) > 0)
+    d = daemon("--json", "-i", "1s", "--devices", "loop*", "--max-devices", str(slots))
     d.next_interval(timeout=5)
     a = loopdev("64M")
     run_fio(name="iop-slot-a", filename=a.path, rw="randread", bs="4k", ioengine="psync",
