@@ -10,7 +10,6 @@
 #include "compat.bpf.h"
 #include "rq_logic.h"
 
-
 /* ---- load-time settings (written by src/probes.c before load) ---- */
 const volatile unsigned int hist_k = IOP_HIST_K_DEFAULT;
 const volatile unsigned int hist_nb = IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);

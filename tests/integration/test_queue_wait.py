@@ -46,6 +46,18 @@ def _run_mean(ivs, name, hist):
     return tot / n if n else float("nan")
 
 
+def _stop_and_count(d, name):
+    """Stops the daemon; returns its intervals and the run's read counters and histogram
+    sample counts."""
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+    ivs = d.all_intervals()
+    c = {k: sum_op(ivs, name, "read", k)
+         for k in ("ios", "no_queue_ts", "untimed", "completion_unseen")}
+    c.update({h: sum_hist_count(ivs, name, "read", h) for h in ("queue_wait_ns", "service_ns")})
+    return ivs, c
+
+
 def test_queue_wait_dominates_with_few_tags(loopdev, daemon):
     # Filled backing file on the root disk: reads reach the disk, so the CPU is not the
     # bottleneck and fio's wake-up latency stays small beside the device's.
@@ -103,16 +115,9 @@ def test_queue_wait_counted_without_scheduler(loopdev, daemon):
                   ioengine="libaio", iodepth=64, direct=1, size="1G", time_based=True,
                   runtime="4s", randrepeat=0)
     after = wait_idle(lo.name)
-    rc = d.stop(signal.SIGTERM)
-    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
-
-    ivs = d.all_intervals()
-    ios = sum_op(ivs, lo.name, "read", "ios")
-    qcount = sum_hist_count(ivs, lo.name, "read", "queue_wait_ns")
-    scount = sum_hist_count(ivs, lo.name, "read", "service_ns")
-    no_qts = sum_op(ivs, lo.name, "read", "no_queue_ts")
-    untimed = sum_op(ivs, lo.name, "read", "untimed")
-    unseen = sum_op(ivs, lo.name, "read", "completion_unseen")
+    ivs, c = _stop_and_count(d, lo.name)
+    ios, qcount, scount = c["ios"], c["queue_wait_ns"], c["service_ns"]
+    no_qts, untimed, unseen = c["no_queue_ts"], c["untimed"], c["completion_unseen"]
     print(f"\n{lo.name} scheduler none: read ios {ios} (diskstats {(after - before).reads}, "
           f"fio {res['jobs'][0]['read']['total_ios']}); queue_wait count {qcount}, "
           f"service count {scount}, no_queue_ts {no_qts}, untimed {untimed}, "
@@ -154,15 +159,9 @@ def test_queue_wait_from_request_setup(loopdev, daemon):
                   ioengine="psync", numjobs=4, thread=True, group_reporting=True, direct=1,
                   size="1G", time_based=True, runtime="4s", randrepeat=0)
     after = wait_idle(lo.name)
-    rc = d.stop(signal.SIGTERM)
-    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
-
-    ivs = d.all_intervals()
-    ios = sum_op(ivs, lo.name, "read", "ios")
-    unseen = sum_op(ivs, lo.name, "read", "completion_unseen")
-    no_qts = sum_op(ivs, lo.name, "read", "no_queue_ts")
-    qcount = sum_hist_count(ivs, lo.name, "read", "queue_wait_ns")
-    scount = sum_hist_count(ivs, lo.name, "read", "service_ns")
+    ivs, c = _stop_and_count(d, lo.name)
+    ios, qcount, scount = c["ios"], c["queue_wait_ns"], c["service_ns"]
+    no_qts, unseen = c["no_queue_ts"], c["completion_unseen"]
     means = {h: _run_mean(ivs, lo.name, h) for h in ("queue_wait_ns", "service_ns", "total_ns")}
     clat_mean = res["jobs"][0]["read"]["clat_ns"]["mean"]
     print(f"\n{lo.name} --queue-from request: read ios {ios} (diskstats "

@@ -194,6 +194,29 @@ def test_retries_until_the_daemon_comes_up(sockdir, call):
             s.stop(None)
 
 
+def test_socket_replaced_while_waiting_is_waited_for(sockdir):
+    """A starting daemon removes the stale socket before it binds its own: a socket that was
+    there (refused) and is then missing for a moment is not a daemon that is not running."""
+    path = f"{sockdir}/replaced.sock"
+    _stale_socket(path)
+    fake = FakeTelemetry()
+    servers: list = []
+    gone = threading.Timer(0.4, lambda: os.unlink(path))
+    up = threading.Timer(1.0, lambda: servers.append(serve(fake, f"unix:{path}")))
+    gone.start()
+    up.start()
+    try:
+        t0 = time.monotonic()
+        with iopulse.Client(path, connect_deadline=8) as c:
+            assert c.info().last_seq == 7
+        assert 0.9 < time.monotonic() - t0 < 4
+    finally:
+        gone.join()
+        up.join()
+        for s in servers:
+            s.stop(None)
+
+
 def test_a_restarting_daemon_is_waited_for(sockdir):
     """Once reached, a daemon whose socket is gone for a moment is restarting: retried."""
     path = f"{sockdir}/restart.sock"

@@ -239,6 +239,8 @@ class Client:
         self.on_retry = on_retry
         self._unix_path = self.target[len("unix:"):] if self.target.startswith("unix:") else None
         self._reached = False   # a call got through once: a missing socket means a restart
+        # the socket file was there once (refused): its vanishing is a daemon replacing it
+        self._seen_socket = False
         self._lock = threading.Lock()
         self._closed = False
         self._channel = grpc.insecure_channel(self.target, options=RECONNECT_OPTIONS)
@@ -281,8 +283,11 @@ class Client:
             return err, False
         if self._unix_path is not None:
             p = unix_socket.check(self._unix_path)
+            if p is None or p.kind != unix_socket.MISSING:
+                self._seen_socket = True
             if p is not None:
-                again = not p.permanent or (p.kind == unix_socket.MISSING and self._reached)
+                again = not p.permanent or (p.kind == unix_socket.MISSING and
+                                            (self._reached or self._seen_socket))
                 return errors.Unavailable(f"cannot reach iopulsed at {self.target}: "
                                           f"{p.message}", self.target, err.code,
                                           err.details), again
