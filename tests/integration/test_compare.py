@@ -62,8 +62,10 @@ def test_compare_flags_queue_depth_not_repeats(loopdev, daemon, tmp_path):
     iops = [c for c in ch if c["phase"] == "rand" and c["metric"] == "iops"]
     assert iops[0]["basis"] == "intervals" and not iops[0]["flagged"], iops
     assert iops[0]["change_pct"] > 50
-    # repeats of one configuration, two a side (interleaved in time): nothing flagged
-    for base, other in ((["a1", "a3"], ["a2", "a4"]), (["a1", "a2"], ["a3", "a4"])):
+    # repeats of one configuration, two a side, interleaved in time: nothing flagged. (Split
+    # by time instead, a1+a2 against a3+a4, a change in the machine's other load between the
+    # halves is a real change, and compare rightly flagged one when a second fio ran.)
+    for base, other in ((["a1", "a3"], ["a2", "a4"]),):
         ch = compare(base, other)
         assert ch, "nothing compared"
         flagged = [(c["phase"], c["metric"], round(c["change_pct"] or 0, 1), c["p"])
