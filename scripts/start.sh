@@ -17,7 +17,7 @@ cleanup() {
 	kill -TERM "$PID" 2>/dev/null || true
 	wait "$PID" 2>/dev/null || true
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT INT TERM HUP
 i=0
 until grep -q "ready:" "$LOG" 2>/dev/null; do
 	if ! kill -0 "$PID" 2>/dev/null; then
