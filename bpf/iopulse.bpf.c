@@ -14,7 +14,8 @@
 const volatile unsigned int hist_k = IOP_HIST_K_DEFAULT;
 const volatile unsigned int hist_nb = IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
 const volatile unsigned int slot_u64s = IOP_C_MAX + IOP_H_MAX * IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
-const volatile unsigned int sync_u64s = sizeof(struct iop_sync_val) / 8 + IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
+const volatile unsigned int sync_u64s = sizeof(struct iop_sync_val) / 8 +
+					 IOP_SYNC_MAX * IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
 const volatile bool rollup_partitions = true;
 const volatile unsigned int rq_issue_arg = 0;  /* index of struct request * (see compat.bpf.h) */
 const volatile unsigned int rec_set_mask = IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS - 1;
@@ -729,7 +730,7 @@ static __always_inline int sync_exit(void)
 	struct iop_sync_key key = {};
 	struct iop_sync_val *val;
 	struct sync_start *s;
-	u32 zero = 0;
+	u32 zero = 0, kind;
 	void *tmpl;
 	u64 *buckets;
 
@@ -758,15 +759,17 @@ static __always_inline int sync_exit(void)
 		val->gen = __sync_fetch_and_add(&globals[IOP_G_SYNC_NEW], 1) + 1;
 	}
 	/* Only this thread writes this entry: plain adds are enough. */
-	if (s->kind < IOP_SYNC_MAX)
-		val->calls[s->kind]++;
-	val->lat_sum_ns += lat;
+	kind = s->kind;
+	if (kind >= IOP_SYNC_MAX)
+		goto out;
+	val->calls[kind]++;
+	val->lat_sum_ns[kind] += lat;
 	if (lat > val->lat_max_ns)
 		val->lat_max_ns = lat;
 	val->flush_bios += s->flush_bios;
 	val->last_ns = now;
 	buckets = (u64 *)val;
-	off = sizeof(struct iop_sync_val) / 8 + iop_hist_index(lat, hist_k);
+	off = sizeof(struct iop_sync_val) / 8 + kind * hist_nb + iop_hist_index(lat, hist_k);
 	if (off < sync_u64s)
 		buckets[off]++;
 out:

@@ -115,12 +115,15 @@ struct iop_sync_key {
 	unsigned int pad;
 };
 
-/* Sync-table value header; IOP_HIST_NBUCKETS(k) u64 latency buckets follow it. */
+/*
+ * Sync-table value header; IOP_SYNC_MAX latency histograms of IOP_HIST_NBUCKETS(k) u64
+ * buckets follow it, one per call kind (enum iop_sync_kind order).
+ */
 struct iop_sync_val {
 	char comm[16];
 	char process[16];                /* thread group leader's name when the entry was made */
 	unsigned long long calls[IOP_SYNC_MAX];
-	unsigned long long lat_sum_ns;
+	unsigned long long lat_sum_ns[IOP_SYNC_MAX];
 	unsigned long long lat_max_ns;
 	unsigned long long flush_bios;   /* REQ_PREFLUSH bios submitted from inside the call */
 	unsigned long long last_ns;      /* completion time of the latest call */

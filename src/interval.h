@@ -37,11 +37,13 @@ struct iop_thread_interval {
 	int osd_id;                      /* ceph-osd id of the process, -1 if none */
 	dev_t dev;                       /* user-space dev_t of the synced file's device */
 	const struct iop_device *device; /* NULL if the device is unknown to the device table */
-	uint64_t calls[IOP_SYNC_MAX];    /* deltas */
+	uint64_t calls[IOP_SYNC_MAX];    /* deltas, by enum iop_sync_kind */
 	uint64_t flush_bios;
-	uint64_t lat_sum_ns;
+	uint64_t lat_sum_ns;             /* all kinds */
 	uint64_t lat_max_ns;             /* max since the entry was created (not per interval) */
-	struct iop_hist_view lat;
+	struct iop_hist_view lat;        /* all kinds */
+	uint64_t kind_lat_sum_ns[IOP_SYNC_MAX];
+	struct iop_hist_view kind_lat[IOP_SYNC_MAX];
 };
 
 struct iop_bpf_prog_stat {

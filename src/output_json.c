@@ -249,6 +249,9 @@ static void put_device(FILE *f, const struct iop_dev_interval *d, double secs)
 	fprintf(f, "},\"requeues\":%llu}", (unsigned long long)d->cnt[IOP_C_REQUEUE]);
 }
 
+/* enum iop_sync_kind order */
+static const char *const sync_kind_names[IOP_SYNC_MAX] = {"fsync", "fdatasync", "sync_file_range"};
+
 static void put_thread(FILE *f, const struct iop_thread_interval *t, double secs)
 {
 	uint64_t calls = 0;
@@ -276,9 +279,18 @@ static void put_thread(FILE *f, const struct iop_thread_interval *t, double secs
 		(unsigned long long)t->calls[IOP_SYNC_FDATASYNC],
 		(unsigned long long)t->calls[IOP_SYNC_RANGE], (unsigned long long)calls);
 	put_rate(f, calls, secs);
-	fprintf(f, ",\"flush_bios\":%llu,", (unsigned long long)t->flush_bios);
+	fprintf(f, ",\"flush_bios\":%llu,\"latency_sum_ns\":%llu,", (unsigned long long)t->flush_bios,
+		(unsigned long long)t->lat_sum_ns);
 	put_hist(f, "latency_ns", &t->lat);
-	fputc('}', f);
+	fputs(",\"by_call\":{", f);
+	for (i = 0; i < IOP_SYNC_MAX; i++) {
+		fprintf(f, "%s\"%s\":{\"calls\":%llu,\"latency_sum_ns\":%llu,", i ? "," : "",
+			sync_kind_names[i], (unsigned long long)t->calls[i],
+			(unsigned long long)t->kind_lat_sum_ns[i]);
+		put_hist(f, "latency_ns", &t->kind_lat[i]);
+		fputc('}', f);
+	}
+	fputs("}}", f);
 }
 
 /* iv->hist_k, or the precision of the first histogram if the producer left it at 0. */

@@ -149,7 +149,7 @@ static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync, bool 
 static int configure(struct probes *p, const struct probes_opts *o)
 {
 	struct iopulse_bpf *s = p->skel;
-	size_t sync_u64s = sizeof(struct iop_sync_val) / 8 + p->nb;
+	size_t sync_u64s = sizeof(struct iop_sync_val) / 8 + IOP_SYNC_MAX * p->nb;
 	uint32_t sets = 1;
 	int err = 0;
 

@@ -22,9 +22,14 @@ struct prev {
 	bool idle;               /* no calls in the latest interval */
 	uint64_t calls[IOP_SYNC_MAX];
 	uint64_t flush_bios;
-	uint64_t lat_sum;
-	uint32_t *hist;          /* low 32 bits of the cumulative buckets (see sparse.h) */
+	uint64_t lat_sum[IOP_SYNC_MAX];
+	uint32_t *hist;          /* low 32 bits of the cumulative buckets (see sparse.h): all
+	                          * kinds, then each kind (NVIEWS histograms of nb) */
 };
+
+/* Histograms per thread: all kinds together, then one per enum iop_sync_kind. */
+#define NVIEWS (1 + IOP_SYNC_MAX)
+
 
 struct threads {
 	struct probes *probes;
@@ -35,10 +40,11 @@ struct threads {
 	uint64_t gen;
 	uint32_t capacity;       /* kernel table entries */
 	uint8_t *vals;           /* BATCH kernel values */
+	uint64_t *merged;        /* nb: one entry's kinds added up */
 	struct iop_sync_key keys[64];
 	size_t vsize;
 	struct iop_thread_interval *out;
-	size_t *out_start;       /* each out entry's pairs in the arena */
+	size_t (*out_start)[NVIEWS];  /* each out entry's pairs in the arena, per view */
 	size_t out_cap;
 	struct sparse_arena arena;
 };
@@ -58,7 +64,8 @@ int threads_new(struct threads **out, struct probes *p, struct devices *d)
 	t->vsize = probes_sync_value_size(p);
 	t->capacity = probes_sync_capacity(p);
 	t->vals = malloc(64 * t->vsize);
-	if (!t->tab || !t->vals) {
+	t->merged = malloc(t->nb * sizeof(uint64_t));
+	if (!t->tab || !t->vals || !t->merged) {
 		threads_free(t);
 		return -ENOMEM;
 	}
@@ -76,6 +83,7 @@ struct threads *threads_free(struct threads *t)
 		free(t->tab[i].hist);
 	free(t->tab);
 	free(t->vals);
+	free(t->merged);
 	free(t->out);
 	free(t->out_start);
 	sparse_release(&t->arena);
@@ -117,14 +125,15 @@ static struct prev *prev_get(struct threads *t, const struct iop_sync_key *k)
 		return prev_get(t, k);
 	}
 	if (!free_slot->hist) {
-		free_slot->hist = calloc(t->nb, sizeof(uint32_t));
+		free_slot->hist = calloc(NVIEWS * t->nb, sizeof(uint32_t));
 		if (!free_slot->hist)
 			return NULL;
 	} else {
-		memset(free_slot->hist, 0, t->nb * sizeof(uint32_t));
+		memset(free_slot->hist, 0, NVIEWS * t->nb * sizeof(uint32_t));
 	}
 	memset(free_slot->calls, 0, sizeof(free_slot->calls));
-	free_slot->flush_bios = free_slot->lat_sum = 0;
+	memset(free_slot->lat_sum, 0, sizeof(free_slot->lat_sum));
+	free_slot->flush_bios = 0;
 	free_slot->kgen = 0;
 	free_slot->key = *k;
 	free_slot->gen = t->gen;
@@ -157,9 +166,9 @@ static int grow(struct threads *t)
 		n->kgen = old[i].kgen;
 		n->idle = old[i].idle;
 		n->flush_bios = old[i].flush_bios;
-		n->lat_sum = old[i].lat_sum;
+		memcpy(n->lat_sum, old[i].lat_sum, sizeof(n->lat_sum));
 		n->gen = old[i].gen;
-		memcpy(n->hist, old[i].hist, t->nb * sizeof(uint32_t));
+		memcpy(n->hist, old[i].hist, NVIEWS * t->nb * sizeof(uint32_t));
 		free(old[i].hist);
 	}
 	free(old);
@@ -232,20 +241,30 @@ void threads_process_info(int tgid, char *name, size_t namelen, int *osd_id)
 static int ensure_out(struct threads *t, size_t n)
 {
 	struct iop_thread_interval *o;
-	size_t *h;
+	size_t (*h)[NVIEWS];
 
 	if (n <= t->out_cap)
 		return 0;
+	n = n < 64 ? 64 : n * 2;
 	o = realloc(t->out, n * sizeof(*o));
 	if (!o)
 		return -ENOMEM;
 	t->out = o;
-	h = realloc(t->out_start, n * sizeof(size_t));
+	h = realloc(t->out_start, n * sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	t->out_start = h;
 	t->out_cap = n;
 	return 0;
+}
+
+/* Sets one output view of nb buckets: the differences cur - prev, and prev = cur. */
+static int diff_view(struct threads *t, size_t count, unsigned int view, uint32_t *prev,
+		     const uint64_t *cur, struct iop_hist_view *out)
+{
+	out->k = t->k;
+	out->nbuckets = t->nb;
+	return sparse_diff(&t->arena, prev, cur, t->nb, &t->out_start[count][view], &out->nsparse);
 }
 
 /* Fold one kernel entry into the deltas; appends to t->out when the thread made calls. */
@@ -257,6 +276,7 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	struct iop_thread_interval *o;
 	uint64_t dcalls = 0;
 	struct prev *p;
+	unsigned int nb = t->nb, kd;
 	bool reset;
 	size_t i, j;
 
@@ -269,14 +289,20 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	reset = (p->gen != t->gen - 1 && p->gen != t->gen) || p->kgen != v->gen;
 	if (reset) {
 		memset(p->calls, 0, sizeof(p->calls));
-		p->flush_bios = p->lat_sum = 0;
-		memset(p->hist, 0, t->nb * sizeof(uint32_t));
+		memset(p->lat_sum, 0, sizeof(p->lat_sum));
+		p->flush_bios = 0;
+		memset(p->hist, 0, NVIEWS * nb * sizeof(uint32_t));
 	}
 	p->gen = t->gen;
 	p->kgen = v->gen;
 	for (i = 0; i < IOP_SYNC_MAX; i++)
 		dcalls += v->calls[i] - p->calls[i];
 	p->idle = dcalls == 0;
+	for (j = 0; j < nb; j++) {
+		t->merged[j] = 0;
+		for (kd = 0; kd < IOP_SYNC_MAX; kd++)
+			t->merged[j] += buckets[kd * nb + j];
+	}
 	if (dcalls && thread_selected(c, v->comm)) {
 		if (ensure_out(t, *count + 1))
 			return -ENOMEM;
@@ -300,24 +326,29 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 		if (c->rollup_partitions)
 			o->dev = devices_rollup(t->devices, o->dev);
 		o->device = devices_get(t->devices, o->dev);
-		for (i = 0; i < IOP_SYNC_MAX; i++)
+		for (i = 0; i < IOP_SYNC_MAX; i++) {
 			o->calls[i] = v->calls[i] - p->calls[i];
+			o->kind_lat_sum_ns[i] = v->lat_sum_ns[i] - p->lat_sum[i];
+			o->lat_sum_ns += o->kind_lat_sum_ns[i];
+		}
 		o->flush_bios = v->flush_bios - p->flush_bios;
-		o->lat_sum_ns = v->lat_sum_ns - p->lat_sum;
 		o->lat_max_ns = v->lat_max_ns;
-		o->lat.k = t->k;
-		o->lat.nbuckets = t->nb;
-		if (sparse_diff(&t->arena, p->hist, buckets, t->nb, &t->out_start[*count],
-				&o->lat.nsparse))
+		if (diff_view(t, *count, 0, p->hist, t->merged, &o->lat))
 			return -ENOMEM;
+		for (kd = 0; kd < IOP_SYNC_MAX; kd++)
+			if (diff_view(t, *count, 1 + kd, p->hist + (1 + kd) * nb, buckets + kd * nb,
+				      &o->kind_lat[kd]))
+				return -ENOMEM;
 		(*count)++;
 	} else {
-		for (j = 0; j < t->nb; j++)
-			p->hist[j] = (uint32_t)buckets[j];
+		for (j = 0; j < nb; j++)
+			p->hist[j] = (uint32_t)t->merged[j];
+		for (j = 0; j < IOP_SYNC_MAX * nb; j++)
+			p->hist[nb + j] = (uint32_t)buckets[j];
 	}
 	memcpy(p->calls, v->calls, sizeof(p->calls));
+	memcpy(p->lat_sum, v->lat_sum_ns, sizeof(p->lat_sum));
 	p->flush_bios = v->flush_bios;
-	p->lat_sum = v->lat_sum_ns;
 	return 0;
 }
 
@@ -385,8 +416,15 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 	}
 	/* the arena may have moved while growing: set the pointers at the end */
 	for (i = 0; i < count; i++) {
-		t->out[i].lat.idx = t->arena.idx + t->out_start[i];
-		t->out[i].lat.cnt = t->arena.cnt + t->out_start[i];
+		struct iop_thread_interval *o = &t->out[i];
+		unsigned int kd;
+
+		o->lat.idx = t->arena.idx + t->out_start[i][0];
+		o->lat.cnt = t->arena.cnt + t->out_start[i][0];
+		for (kd = 0; kd < IOP_SYNC_MAX; kd++) {
+			o->kind_lat[kd].idx = t->arena.idx + t->out_start[i][1 + kd];
+			o->kind_lat[kd].cnt = t->arena.cnt + t->out_start[i][1 + kd];
+		}
 	}
 	/* forget entries the kernel no longer has */
 	for (i = 0; i < t->cap; i++)

@@ -193,6 +193,21 @@ static Iopulse__V1__DeviceStats *dev_from_interval(const struct iop_dev_interval
 	return s;
 }
 
+static Iopulse__V1__SyncLatency *sync_latency(uint64_t sum_ns, const struct iop_hist_view *v)
+{
+	Iopulse__V1__SyncLatency *l = malloc(sizeof(*l));
+
+	if (!l)
+		return NULL;
+	iopulse__v1__sync_latency__init(l);
+	l->sum_ns = sum_ns;
+	if (set_hist(&l->histogram_ns, v)) {
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
 static Iopulse__V1__ThreadSync *thread_from_interval(const struct iop_thread_interval *t)
 {
 	Iopulse__V1__ThreadSync *s = malloc(sizeof(*s));
@@ -213,7 +228,14 @@ static Iopulse__V1__ThreadSync *thread_from_interval(const struct iop_thread_int
 	s->sync_file_range = t->calls[IOP_SYNC_RANGE];
 	s->flush_bios = t->flush_bios;
 	s->latency_sum_ns = t->lat_sum_ns;
-	if (set_hist(&s->latency_ns, &t->lat) || !s->comm || !s->process || !s->device) {
+	s->fsync_latency = sync_latency(t->kind_lat_sum_ns[IOP_SYNC_FSYNC],
+					&t->kind_lat[IOP_SYNC_FSYNC]);
+	s->fdatasync_latency = sync_latency(t->kind_lat_sum_ns[IOP_SYNC_FDATASYNC],
+					    &t->kind_lat[IOP_SYNC_FDATASYNC]);
+	s->sync_file_range_latency = sync_latency(t->kind_lat_sum_ns[IOP_SYNC_RANGE],
+						  &t->kind_lat[IOP_SYNC_RANGE]);
+	if (set_hist(&s->latency_ns, &t->lat) || !s->comm || !s->process || !s->device ||
+	    !s->fsync_latency || !s->fdatasync_latency || !s->sync_file_range_latency) {
 		iopulse__v1__thread_sync__free_unpacked(s, NULL);
 		return NULL;
 	}
@@ -355,6 +377,15 @@ static int dev_add(Iopulse__V1__DeviceStats *a, const Iopulse__V1__DeviceStats *
 	return r;
 }
 
+/* Both come from this daemon's own updates, which always set them. */
+static int sync_latency_add(Iopulse__V1__SyncLatency *a, const Iopulse__V1__SyncLatency *s)
+{
+	if (!a || !s)
+		return 0;
+	a->sum_ns += s->sum_ns;
+	return hist_add(&a->histogram_ns, s->histogram_ns);
+}
+
 static int thread_add(Iopulse__V1__ThreadSync *a, const Iopulse__V1__ThreadSync *s)
 {
 	a->fsync += s->fsync;
@@ -363,7 +394,10 @@ static int thread_add(Iopulse__V1__ThreadSync *a, const Iopulse__V1__ThreadSync 
 	a->flush_bios += s->flush_bios;
 	a->latency_sum_ns += s->latency_sum_ns;
 	a->osd_id = s->osd_id;
-	return hist_add(&a->latency_ns, s->latency_ns);
+	return hist_add(&a->latency_ns, s->latency_ns) ?:
+	       sync_latency_add(a->fsync_latency, s->fsync_latency) ?:
+	       sync_latency_add(a->fdatasync_latency, s->fdatasync_latency) ?:
+	       sync_latency_add(a->sync_file_range_latency, s->sync_file_range_latency);
 }
 
 /* Appends a copy of m to the malloc'd array *arr of *n pointers. */

@@ -17,7 +17,7 @@ DEV_KEYS = {"dev", "name", "model", "rotational", "dm_name", "slaves", "osd_id",
             "ops", "seek", "flush", "requeues"}
 THREAD_KEYS = {"pid", "tid", "comm", "process", "osd_id", "dev", "device", "fsync",
                "fdatasync", "sync_file_range", "calls", "calls_per_s", "flush_bios",
-               "latency_ns"}
+               "latency_sum_ns", "latency_ns", "by_call"}
 TOP_KEYS = {"type", "seq", "start_realtime_ns", "end_realtime_ns", "start_mono_ns",
             "end_mono_ns", "interval_s", "histogram", "devices", "threads", "drops", "bpf"}
 
@@ -226,6 +226,11 @@ def check_interval_schema(iv):
     for t in iv["threads"]:
         assert set(t) >= THREAD_KEYS, f"missing {THREAD_KEYS - set(t)}"
         _check_hist(t["latency_ns"], f"thread {t['tid']}")
+        assert set(t["by_call"]) == {"fsync", "fdatasync", "sync_file_range"}, t["by_call"]
+        for kind, b in t["by_call"].items():
+            assert set(b) == {"calls", "latency_sum_ns", "latency_ns"}, b
+            assert b["calls"] == t[kind], f"thread {t['tid']} {kind}"
+            _check_hist(b["latency_ns"], f"thread {t['tid']} {kind}")
 
 
 def test_duration_exits_by_itself(daemon_bin):

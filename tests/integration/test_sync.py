@@ -114,6 +114,71 @@ def test_sync_file_range_on_ext4(loopdev, daemon):
     _check_thread_entries(mine)
 
 
+# One thread: each round writes 4 KiB and makes one sync call, the kind chosen by the round;
+# every call is timed around the syscall (the daemon's time lies inside it). Prints JSON.
+MIXED_SYNCS = r"""
+import ctypes, json, os, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+SFR_WRITE = 2
+plan = {"fsync": int(sys.argv[2]), "fdatasync": int(sys.argv[3]), "sync_file_range": int(sys.argv[4])}
+order = [k for k, n in plan.items() for _ in range(n)]
+order = [order[(i * 7919) % len(order)] for i in range(len(order))]   # interleaved
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
+sums = dict.fromkeys(plan, 0)
+buf = os.urandom(4096)
+for i, kind in enumerate(order):
+    os.pwrite(fd, buf, i * 4096)
+    t0 = time.monotonic_ns()
+    if kind == "fsync":
+        os.fsync(fd)
+    elif kind == "fdatasync":
+        os.fdatasync(fd)
+    elif libc.sync_file_range(fd, i * 4096, 4096, SFR_WRITE) != 0:
+        raise OSError(ctypes.get_errno(), "sync_file_range")
+    sums[kind] += time.monotonic_ns() - t0
+os.close(fd)
+print(json.dumps({"tid": threading.get_native_id(), "calls": plan, "sum_ns": sums}))
+"""
+
+
+def test_each_sync_call_kind_has_its_own_latencies(loopdev, daemon):
+    """fsync, fdatasync and sync_file_range interleaved in one thread: each kind's count, and
+    each kind's latency sum at most what the thread itself timed around that kind's calls."""
+    import json
+    import subprocess
+    import sys
+    lo = loopdev("256M")
+    mnt = lo.mkfs_ext4_and_mount()
+    os.sync()
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name)
+    p = subprocess.run([sys.executable, "-c", MIXED_SYNCS, os.path.join(mnt, "mixed.dat"),
+                        "60", "90", "150"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    truth = json.loads(p.stdout)
+    time.sleep(1.2)
+    rc = d.stop(signal.SIGTERM)
+    assert rc == 0, f"iopulsed exit code {rc} on SIGTERM: {d.describe()}"
+
+    mine = threads_where(d.all_intervals(), lambda t: t["tid"] == truth["tid"])
+    assert mine, f"no entry for the workload's thread {truth['tid']}"
+    _check_thread_entries(mine)
+    got = {}
+    for kind in ("fsync", "fdatasync", "sync_file_range"):
+        got[kind] = {"calls": sum(t["by_call"][kind]["calls"] for t in mine),
+                     "hist": sum(t["by_call"][kind]["latency_ns"]["count"] for t in mine),
+                     "sum_ns": sum(t["by_call"][kind]["latency_sum_ns"] for t in mine)}
+    print(f"\n{lo.name} (ext4): workload {truth}\n  iopulsed by call {got}")
+    for kind, g in got.items():
+        assert g["calls"] == truth["calls"][kind] == sum(t[kind] for t in mine), (kind, g)
+        assert g["hist"] == g["calls"], f"{kind}: histogram count {g['hist']} != calls"
+        assert 0 < g["sum_ns"] <= truth["sum_ns"][kind], \
+            f"{kind}: latency sum {g['sum_ns']} ns not within the workload's " \
+            f"{truth['sum_ns'][kind]} ns timed around the same calls"
+    assert sum(g["sum_ns"] for g in got.values()) == sum(t["latency_sum_ns"] for t in mine)
+
+
 def test_process_name_of_exited_process(loopdev, daemon):
     """fio's job process makes its calls and exits within one interval: the entry must still
     carry its process name (the thread group leader's comm), not a placeholder."""

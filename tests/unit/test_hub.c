@@ -17,7 +17,8 @@
 
 static struct iop_device dev;
 static struct iop_dev_interval devs[1];
-static uint64_t counts[NB];
+static struct iop_thread_interval thr[1];
+static uint64_t counts[NB], fdatasync_counts[NB], fsync_counts[NB];
 
 /* Interval seq: seq reads of seq*1000 ns each and one of 7 ns, over window [seq-1, seq] s. */
 static void interval(struct iop_interval *iv, uint64_t seq)
@@ -41,6 +42,29 @@ static void interval(struct iop_interval *iv, uint64_t seq)
 	iv->end_mono_ns = seq * 1000000000ull;
 	iv->ndevs = 1;
 	iv->devs = devs;
+	/* one thread: seq fdatasyncs of seq*1000 ns and one fsync of 7 ns */
+	memset(thr, 0, sizeof(thr));
+	thr[0].tgid = thr[0].tid = 42;
+	strcpy(thr[0].comm, "bstore_kv_sync");
+	thr[0].osd_id = -1;
+	thr[0].dev = dev.dev;
+	thr[0].device = &dev;
+	thr[0].calls[IOP_SYNC_FDATASYNC] = seq;
+	thr[0].calls[IOP_SYNC_FSYNC] = 1;
+	thr[0].kind_lat_sum_ns[IOP_SYNC_FDATASYNC] = seq * seq * 1000;
+	thr[0].kind_lat_sum_ns[IOP_SYNC_FSYNC] = 7;
+	thr[0].lat_sum_ns = seq * seq * 1000 + 7;
+	thr[0].lat = devs[0].hist[IOP_H_SERVICE + IOP_OP_READ];
+	for (int kd = 0; kd < IOP_SYNC_MAX; kd++)
+		thr[0].kind_lat[kd] = (struct iop_hist_view){ .k = K, .nbuckets = NB };
+	thr[0].kind_lat[IOP_SYNC_FDATASYNC].counts = fdatasync_counts;
+	thr[0].kind_lat[IOP_SYNC_FSYNC].counts = fsync_counts;
+	memset(fdatasync_counts, 0, sizeof(fdatasync_counts));
+	memset(fsync_counts, 0, sizeof(fsync_counts));
+	fdatasync_counts[iop_hist_index(seq * 1000, K)] = seq;
+	fsync_counts[iop_hist_index(7, K)] = 1;
+	iv->nthreads = 1;
+	iv->threads = thr;
 }
 
 static pb_update *unpack(const struct hub_msg *m)
@@ -102,6 +126,19 @@ START_TEST(test_merge_is_exact)
 	ck_assert_uint_eq(h->index[0], iop_hist_index(7, K));
 	ck_assert_uint_eq(h->count[0], 4);
 	ck_assert_ptr_null(acc->devices[0]->write->service_ns);  /* empty travels as absent */
+	/* the thread: each call kind merged apart, and all kinds together */
+	ck_assert_uint_eq(acc->n_threads, 1);
+	ck_assert_uint_eq(acc->threads[0]->fdatasync, 1 + 2 + 3 + 4);
+	ck_assert_uint_eq(acc->threads[0]->fsync, 4);
+	ck_assert_uint_eq(acc->threads[0]->fdatasync_latency->sum_ns, (1 + 4 + 9 + 16) * 1000);
+	ck_assert_uint_eq(hist_total(acc->threads[0]->fdatasync_latency->histogram_ns), 10);
+	ck_assert_uint_eq(acc->threads[0]->fsync_latency->sum_ns, 4 * 7);
+	ck_assert_uint_eq(hist_total(acc->threads[0]->fsync_latency->histogram_ns), 4);
+	ck_assert_uint_eq(acc->threads[0]->fsync_latency->histogram_ns->n_index, 1);
+	ck_assert_uint_eq(acc->threads[0]->sync_file_range_latency->sum_ns, 0);
+	ck_assert_ptr_null(acc->threads[0]->sync_file_range_latency->histogram_ns);
+	ck_assert_uint_eq(acc->threads[0]->latency_sum_ns, 30 * 1000 + 4 * 7);
+	ck_assert_uint_eq(hist_total(acc->threads[0]->latency_ns), 14);
 	update_free(acc);
 }
 END_TEST

@@ -102,12 +102,17 @@ static void build(struct iop_interval *iv)
 		t->device = &dev_a;
 		t->calls[IOP_SYNC_FSYNC] = (uint64_t)i;
 		t->lat = view(empty);
+		for (int kd = 0; kd < IOP_SYNC_MAX; kd++)
+			t->kind_lat[kd] = view(empty);
 	}
 	strcpy(thr[0].comm, "bstore_kv_sync");
 	thr[0].calls[IOP_SYNC_FDATASYNC] = 500;
 	thr[0].calls[IOP_SYNC_RANGE] = 40;
 	thr[0].flush_bios = 120;
 	thr[0].lat = view(lat);
+	thr[0].lat_sum_ns = 7000;
+	thr[0].kind_lat[IOP_SYNC_FDATASYNC] = view(lat);
+	thr[0].kind_lat_sum_ns[IOP_SYNC_FDATASYNC] = 7000;
 	thr[0].lat_max_ns = 999700;              /* shown as 1ms, not 1e+03us */
 	memcpy(thr[1].comm, "evil\x1b[2Jname!!!", 16);   /* no NUL, an escape sequence */
 	thr[1].osd_id = -1;
@@ -224,11 +229,18 @@ static const char checker[] =
 	"for t in iv['threads']:\n"
 	"    w = str(t['tid'])\n"
 	"    keys(t, 'pid tid comm process osd_id dev device fsync fdatasync sync_file_range calls '\n"
-	"         'calls_per_s flush_bios latency_ns', w)\n"
-	"    ints(t, 'pid tid fsync fdatasync sync_file_range calls flush_bios', w)\n"
+	"         'calls_per_s flush_bios latency_sum_ns latency_ns by_call', w)\n"
+	"    ints(t, 'pid tid fsync fdatasync sync_file_range calls flush_bios latency_sum_ns', w)\n"
 	"    assert t['calls'] == t['fsync'] + t['fdatasync'] + t['sync_file_range'], w\n"
 	"    rate(t['calls_per_s'], w)\n"
 	"    hist(t['latency_ns'], w)\n"
+	"    keys(t['by_call'], 'fsync fdatasync sync_file_range', w)\n"
+	"    for kind, b in t['by_call'].items():\n"
+	"        keys(b, 'calls latency_sum_ns latency_ns', w + kind)\n"
+	"        ints(b, 'calls latency_sum_ns', w + kind)\n"
+	"        assert b['calls'] == t[kind], w + kind\n"
+	"        hist(b['latency_ns'], w + kind)\n"
+	"    assert sum(b['latency_sum_ns'] for b in t['by_call'].values()) == t['latency_sum_ns']\n"
 	"keys(iv['drops'], 'missed_events no_slot inflight_full sync_full sync_evicted no_bio_ts '\n"
 	"     'bio_evicted', 'drops')\n"
 	"ints(iv['drops'], 'missed_events no_slot inflight_full sync_full sync_evicted no_bio_ts '\n"
@@ -297,7 +309,9 @@ START_TEST(test_json_shape)
 	has(s, "{\"pid\":100,\"tid\":101,\"comm\":\"bstore_kv_sync\",\"process\":\"ceph-osd\","
 	       "\"osd_id\":3,\"dev\":\"8:16\",\"device\":\"sdb\",\"fsync\":0,\"fdatasync\":500,"
 	       "\"sync_file_range\":40,\"calls\":540,\"calls_per_s\":270.0,\"flush_bios\":120,"
-	       "\"latency_ns\":{\"count\":5,");
+	       "\"latency_sum_ns\":7000,\"latency_ns\":{\"count\":5,");
+	has(s, "\"by_call\":{\"fsync\":{\"calls\":0,\"latency_sum_ns\":0,\"latency_ns\":{\"count\":0,");
+	has(s, "\"fdatasync\":{\"calls\":500,\"latency_sum_ns\":7000,\"latency_ns\":{\"count\":5,");
 	has(s, "\"tid\":102,\"comm\":\"evil\\u001b[2Jname!!!\",\"process\":\"ceph-osd\","
 	       "\"osd_id\":null,\"dev\":\"8:32\",\"device\":null,");
 	has(s, "\"drops\":{\"missed_events\":2,\"no_slot\":11,\"inflight_full\":12,\"sync_full\":13,"

@@ -48,6 +48,11 @@ def make_update(seq: int, first_seq: Optional[int] = None, devices: tuple[str, .
                           osd_id=3, dev_major=8, dev_minor=16, device="sdb", fdatasync=40,
                           fsync=2, flush_bios=42, latency_sum_ns=42 * 600_000)
         t.latency_ns.CopyFrom(hist([500_000] * 41 + [4_000_000]))
+        t.fsync_latency.sum_ns = 500_000 + 4_000_000
+        t.fsync_latency.histogram_ns.CopyFrom(hist([500_000, 4_000_000]))
+        t.fdatasync_latency.sum_ns = 42 * 600_000 - t.fsync_latency.sum_ns
+        t.fdatasync_latency.histogram_ns.CopyFrom(hist([500_000] * 40))
+        t.sync_file_range_latency.sum_ns = 0
     u.drops.no_bio_ts = 0
     return u
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fakes import INTERVAL_NS, T0_MONO, make_update
 from iopulse import Histogram, Info, Update
 from iopulse._pb import iopulse_pb2 as pb
@@ -74,6 +76,16 @@ def test_threads_and_phases():
     assert t.latency_mean_ns == 600_000
     assert t.latency_ns.percentile(50) == mid(500_000)
     assert t.latency_ns.percentile(99) == mid(4_000_000)
+    fs, fd, sfr = (t.call_latency(c) for c in ("fsync", "fdatasync", "sync_file_range"))
+    assert fs is not None and fd is not None and sfr is not None
+    assert fs.latency_ns.count == 2 and fs.latency_ns.percentile(99) == mid(4_000_000)
+    assert fd.latency_ns.count == 40 and fd.latency_ns.percentile(99) == mid(500_000)
+    assert sfr.latency_ns.count == 0 and sfr.sum_ns == 0
+    assert fs.sum_ns + fd.sum_ns == t.latency_sum_ns
+    d = t.to_dict()["by_call"]
+    assert d["fdatasync"]["calls"] == 40 and d["fdatasync"]["latency_ns"]["count"] == 40
+    with pytest.raises(ValueError, match="fsync, fdatasync, sync_file_range"):
+        t.call_latency("sync")
     p = u.phases[0]
     assert (p.name, p.labels, p.end, p.realtime_ns, p.monotonic_ns, p.id) == \
         ("fill", {"run": "3"}, False, 5, 6, 9)
@@ -122,3 +134,13 @@ def test_info_decodes():
     d = json.loads(json.dumps(got.to_dict()))
     assert d["cost"]["rss_bytes"] == 1 << 20 and d["devices"][1]["dev"] == "253:1"
     assert d["histogram"]["max_relative_error"] == 0.015625
+
+
+def test_thread_from_an_older_daemon_has_no_per_call_latencies():
+    """A daemon that sends only the combined histogram: each kind is None, never zeros."""
+    m = make_update(1)
+    for c in ("fsync", "fdatasync", "sync_file_range"):
+        m.threads[0].ClearField(c + "_latency")
+    t = decode(m).threads[0]
+    assert t.call_latency("fdatasync") is None and t.latency_ns.count == 42
+    assert t.to_dict()["by_call"] == {"fsync": None, "fdatasync": None, "sync_file_range": None}

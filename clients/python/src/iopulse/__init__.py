@@ -13,12 +13,12 @@ from .errors import (Cancelled, DeadlineExceeded, InvalidArgument, IopulseError,
 from .data import load
 from .histogram import Histogram
 from .model import (AgentCost, DeviceInfo, DeviceStats, Drops, HistogramLayout, Info, OpStats,
-                    PhaseMark, ThreadSync, Update)
+                    PhaseMark, SyncLatency, ThreadSync, Update)
 
 __version__ = "0.1.0"
 
 __all__ = ["Client", "Subscription", "Phase", "RetryPolicy", "DEFAULT_TARGET", "parse_target",
-           "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "PhaseMark", "Drops",
+           "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "SyncLatency", "PhaseMark", "Drops",
            "Info", "DeviceInfo", "HistogramLayout", "AgentCost", "IopulseError", "Unavailable",
            "InvalidArgument", "NotFound", "load", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
            "__version__"]

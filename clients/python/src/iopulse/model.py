@@ -122,6 +122,20 @@ class DeviceStats:
                 "requeues": self.requeues}
 
 
+SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range")
+
+
+@dataclass
+class SyncLatency:
+    """The latencies of one kind of sync call of one thread over the window."""
+    sum_ns: int                 # exact sum
+    latency_ns: Histogram
+
+    @classmethod
+    def from_pb(cls, msg: Any, precision: int = DEFAULT_PRECISION) -> "SyncLatency":
+        return cls(msg.sum_ns, _hist(msg, "histogram_ns", precision))
+
+
 @dataclass
 class ThreadSync:
     """fsync / fdatasync / sync_file_range calls of one thread on one device."""
@@ -137,12 +151,20 @@ class ThreadSync:
     fdatasync: int
     sync_file_range: int
     flush_bios: int             # REQ_PREFLUSH bios issued from inside the calls
-    latency_sum_ns: int
-    latency_ns: Histogram
+    latency_sum_ns: int         # all kinds of call
+    latency_ns: Histogram       # all kinds of call
+    # each kind apart, by SYNC_CALLS name; None from a daemon that does not send them
+    by_call: dict[str, Optional[SyncLatency]] = field(default_factory=dict)
 
     @property
     def calls(self) -> int:
         return self.fsync + self.fdatasync + self.sync_file_range
+
+    def call_latency(self, call: str) -> Optional[SyncLatency]:
+        """The latencies of one kind of call ('fsync', 'fdatasync', 'sync_file_range')."""
+        if call not in SYNC_CALLS:
+            raise ValueError(f"unknown sync call {call!r}; one of {', '.join(SYNC_CALLS)}")
+        return self.by_call.get(call)
 
     @property
     def dev(self) -> str:
@@ -158,7 +180,9 @@ class ThreadSync:
         return cls(msg.pid, msg.tid, msg.comm, msg.process,
                    msg.osd_id if msg.osd_id >= 0 else None, msg.dev_major, msg.dev_minor,
                    msg.device or None, msg.fsync, msg.fdatasync, msg.sync_file_range,
-                   msg.flush_bios, msg.latency_sum_ns, _hist(msg, "latency_ns", precision))
+                   msg.flush_bios, msg.latency_sum_ns, _hist(msg, "latency_ns", precision),
+                   {c: SyncLatency.from_pb(getattr(msg, c + "_latency"), precision)
+                    if msg.HasField(c + "_latency") else None for c in SYNC_CALLS})
 
     def to_dict(self, seconds: Optional[float] = None) -> dict[str, Any]:
         return {"pid": self.pid, "tid": self.tid, "comm": self.comm, "process": self.process,
@@ -166,7 +190,11 @@ class ThreadSync:
                 "fsync": self.fsync, "fdatasync": self.fdatasync,
                 "sync_file_range": self.sync_file_range, "calls": self.calls,
                 "calls_per_s": _rate(self.calls, seconds), "flush_bios": self.flush_bios,
-                "latency_sum_ns": self.latency_sum_ns, "latency_ns": self.latency_ns.to_dict()}
+                "latency_sum_ns": self.latency_sum_ns, "latency_ns": self.latency_ns.to_dict(),
+                "by_call": {c: None if lat is None else
+                            {"calls": getattr(self, c), "latency_sum_ns": lat.sum_ns,
+                             "latency_ns": lat.latency_ns.to_dict()}
+                            for c, lat in ((c, self.by_call.get(c)) for c in SYNC_CALLS)}}
 
 
 @dataclass

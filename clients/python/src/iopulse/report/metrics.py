@@ -24,7 +24,10 @@ DEVICE_COLUMNS = [
     ("size_p50", "size p50", "bytes"), ("flushes", "flush/s", "rate1"),
     ("flush_p99", "flush p99", "ns"),
 ]
-THREAD_COLUMNS = [("calls_s", "calls/s", "rate1"), ("p50", "p50", "ns"), ("p99", "p99", "ns")]
+THREAD_COLUMNS = [("calls_s", "calls/s", "rate1"), ("p50", "p50", "ns"), ("p99", "p99", "ns"),
+                  ("fsync_p99", "fsync p99", "ns"), ("fdatasync_p99", "fdatasync p99", "ns"),
+                  ("sync_file_range_p99", "sync_file_range p99", "ns")]
+SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range")
 
 
 class HistAcc:
@@ -76,6 +79,7 @@ class ThreadAgg:
     fdatasync: int = 0
     sync_file_range: int = 0
     acc: HistAcc = field(default_factory=HistAcc)
+    by_call: dict[str, HistAcc] = field(default_factory=dict)   # recorded by newer daemons
 
 
 @dataclass
@@ -126,6 +130,10 @@ class PhaseAgg:
             ta.sync_file_range += t.sync_file_range
             ta.calls += t.fsync + t.fdatasync + t.sync_file_range
             ta.acc.add(t.latency_ns, k)
+            for c in SYNC_CALLS:
+                if t.HasField(c + "_latency") and getattr(t, c):
+                    ta.by_call.setdefault(c, HistAcc()).add(
+                        getattr(t, c + "_latency").histogram_ns, k)
 
 
 @dataclass
@@ -280,5 +288,7 @@ def phase_rows(run: Run, phases: Optional[list[Phase]] = None, idle: bool = Fals
                     "calls": float(t.calls), "fsync": float(t.fsync),
                     "fdatasync": float(t.fdatasync),
                     "sync_file_range": float(t.sync_file_range),
-                    "p50": _pct(lat, 50), "p99": _pct(lat, 99)}))
+                    "p50": _pct(lat, 50), "p99": _pct(lat, 99),
+                    **{c + "_p99": _pct(t.by_call[c].histogram(), 99) if c in t.by_call
+                       else None for c in SYNC_CALLS}}))
     return rows, trows

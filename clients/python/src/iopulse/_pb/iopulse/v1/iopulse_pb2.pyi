@@ -272,37 +272,51 @@ class SubscribeRequest(_message.Message):
     threads: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, interval_multiple: _Optional[int] = ..., devices: _Optional[_Iterable[str]] = ..., threads: _Optional[_Iterable[str]] = ..., replay_seconds: _Optional[int] = ..., session: _Optional[str] = ...) -> None: ...
 
+class SyncLatency(_message.Message):
+    __slots__ = ["histogram_ns", "sum_ns"]
+    HISTOGRAM_NS_FIELD_NUMBER: _ClassVar[int]
+    SUM_NS_FIELD_NUMBER: _ClassVar[int]
+    histogram_ns: Histogram
+    sum_ns: int
+    def __init__(self, sum_ns: _Optional[int] = ..., histogram_ns: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+
 class ThreadSync(_message.Message):
-    __slots__ = ["comm", "dev_major", "dev_minor", "device", "fdatasync", "flush_bios", "fsync", "latency_ns", "latency_sum_ns", "osd_id", "pid", "process", "sync_file_range", "tid"]
+    __slots__ = ["comm", "dev_major", "dev_minor", "device", "fdatasync", "fdatasync_latency", "flush_bios", "fsync", "fsync_latency", "latency_ns", "latency_sum_ns", "osd_id", "pid", "process", "sync_file_range", "sync_file_range_latency", "tid"]
     COMM_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     DEV_MAJOR_FIELD_NUMBER: _ClassVar[int]
     DEV_MINOR_FIELD_NUMBER: _ClassVar[int]
     FDATASYNC_FIELD_NUMBER: _ClassVar[int]
+    FDATASYNC_LATENCY_FIELD_NUMBER: _ClassVar[int]
     FLUSH_BIOS_FIELD_NUMBER: _ClassVar[int]
     FSYNC_FIELD_NUMBER: _ClassVar[int]
+    FSYNC_LATENCY_FIELD_NUMBER: _ClassVar[int]
     LATENCY_NS_FIELD_NUMBER: _ClassVar[int]
     LATENCY_SUM_NS_FIELD_NUMBER: _ClassVar[int]
     OSD_ID_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     PROCESS_FIELD_NUMBER: _ClassVar[int]
     SYNC_FILE_RANGE_FIELD_NUMBER: _ClassVar[int]
+    SYNC_FILE_RANGE_LATENCY_FIELD_NUMBER: _ClassVar[int]
     TID_FIELD_NUMBER: _ClassVar[int]
     comm: str
     dev_major: int
     dev_minor: int
     device: str
     fdatasync: int
+    fdatasync_latency: SyncLatency
     flush_bios: int
     fsync: int
+    fsync_latency: SyncLatency
     latency_ns: Histogram
     latency_sum_ns: int
     osd_id: int
     pid: int
     process: str
     sync_file_range: int
+    sync_file_range_latency: SyncLatency
     tid: int
-    def __init__(self, pid: _Optional[int] = ..., tid: _Optional[int] = ..., comm: _Optional[str] = ..., process: _Optional[str] = ..., osd_id: _Optional[int] = ..., dev_major: _Optional[int] = ..., dev_minor: _Optional[int] = ..., device: _Optional[str] = ..., fsync: _Optional[int] = ..., fdatasync: _Optional[int] = ..., sync_file_range: _Optional[int] = ..., flush_bios: _Optional[int] = ..., latency_sum_ns: _Optional[int] = ..., latency_ns: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+    def __init__(self, pid: _Optional[int] = ..., tid: _Optional[int] = ..., comm: _Optional[str] = ..., process: _Optional[str] = ..., osd_id: _Optional[int] = ..., dev_major: _Optional[int] = ..., dev_minor: _Optional[int] = ..., device: _Optional[str] = ..., fsync: _Optional[int] = ..., fdatasync: _Optional[int] = ..., sync_file_range: _Optional[int] = ..., flush_bios: _Optional[int] = ..., latency_sum_ns: _Optional[int] = ..., latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fsync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., fdatasync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., sync_file_range_latency: _Optional[_Union[SyncLatency, _Mapping]] = ...) -> None: ...
 
 class Update(_message.Message):
     __slots__ = ["devices", "drops", "end_monotonic_ns", "end_realtime_ns", "first_seq", "merged", "phases", "precision", "seq", "start_monotonic_ns", "start_realtime_ns", "threads"]
