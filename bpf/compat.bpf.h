@@ -21,7 +21,13 @@
  *    define RQF_x bit indexes", 6.11); before that RQF_FLUSH_SEQ was (1 << 4).
  * 5. A filesystem that is not one block device reports an anonymous s_dev (major 0): btrfs
  *    keeps its devices in struct btrfs_fs_info (present in BTF only where btrfs is built in or
- *    its module BTF is loaded); others with sb->s_bdev set use that.
+ *    its module BTF is loaded); others with sb->s_bdev set use that. btrfs_fs_devices had
+ *    latest_bdev before latest_dev (d24fa5c1e720 "btrfs: convert latest_bdev type to
+ *    btrfs_device and rename", 5.16).
+ * 6. The kfunc bpf_rdonly_cast (6.2) turns a pointer read from memory into one the program
+ *    may dereference directly. Where the loader finds it missing in BTF it loads the sync
+ *    programs built on bpf_probe_read_kernel instead (the _read variants): same result, a few
+ *    helper calls more per sync call. Declared weak so that libbpf loads the object without it.
  */
 
 struct request___pre517 {
@@ -70,7 +76,11 @@ static __always_inline unsigned int iop_rqf_io_stat(void)
 	return 0;
 }
 
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+struct btrfs_fs_devices___pre516 {
+	struct block_device *latest_bdev;
+} __attribute__((preserve_access_index));
 
 #define IOP_BTRFS_SUPER_MAGIC 0x9123683EUL
 
@@ -97,6 +107,35 @@ static __always_inline u32 iop_sb_disk(struct super_block *sb)
 	    fs->fs_devices->latest_dev->bdev)
 		return fs->fs_devices->latest_dev->bdev->bd_dev;
 	return dev;
+}
+
+/* iop_sb_disk without bpf_rdonly_cast: every pointer read with bpf_probe_read_kernel. */
+static __always_inline u32 iop_sb_disk_read(struct super_block *sb)
+{
+	struct btrfs_fs_devices___pre516 *old;
+	struct btrfs_fs_devices *devs;
+	struct btrfs_fs_info *fs;
+	struct block_device *bdev;
+	u32 dev = BPF_CORE_READ(sb, s_dev);
+
+	if (dev >> 20)
+		return dev;
+	bdev = BPF_CORE_READ(sb, s_bdev);
+	if (bdev)
+		return BPF_CORE_READ(bdev, bd_dev);
+	if (!bpf_core_type_exists(struct btrfs_fs_info) ||
+	    BPF_CORE_READ(sb, s_magic) != IOP_BTRFS_SUPER_MAGIC)
+		return dev;
+	fs = BPF_CORE_READ(sb, s_fs_info);
+	devs = BPF_CORE_READ(fs, fs_devices);
+	if (!devs)
+		return dev;
+	old = (void *)devs;
+	if (bpf_core_field_exists(old->latest_bdev))
+		bdev = BPF_CORE_READ(old, latest_bdev);
+	else
+		bdev = BPF_CORE_READ(devs, latest_dev, bdev);
+	return bdev ? BPF_CORE_READ(bdev, bd_dev) : dev;
 }
 
 #endif

@@ -25,6 +25,8 @@ const volatile unsigned int rec_set_mask = IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS -
  * per bio, the bio program then only counts flush bios inside sync calls.
  */
 const volatile bool bio_records = true;
+/* Sync tracking loaded (its maps exist): the bio program counts flush bios inside sync calls. */
+const volatile bool sync_on = true;
 
 /* ---- maps ---- */
 
@@ -319,7 +321,7 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf)
 	r->q_ns = now;
 	r->opf = opf;
 flags:
-	if (opf & iop_req_preflush()) {
+	if (sync_on && (opf & iop_req_preflush())) {
 		s = bpf_task_storage_get(&sync_start, bpf_get_current_task_btf(), 0, 0);
 		if (s && s->ts)
 			s->flush_bios++;
@@ -686,8 +688,11 @@ int iop_rq_requeue_raw(struct bpf_raw_tracepoint_args *ctx)
 
 /* ---- fsync / fdatasync / sync_file_range ---- */
 
-/* Device of the file behind fd: the block device itself for a device node, else its fs. */
-static __always_inline u32 fd_kdev(long fd)
+/*
+ * Device of the file behind fd: the block device itself for a device node, else its fs.
+ * cast: with bpf_rdonly_cast (direct loads), else with bpf_probe_read_kernel (compat.bpf.h 6).
+ */
+static __always_inline u32 fd_kdev(long fd, const bool cast)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt = task->files->fdt;
@@ -699,6 +704,15 @@ static __always_inline u32 fd_kdev(long fd)
 		return 0;
 	if (bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]) || !file)
 		return 0;
+	if (!cast) {
+		inode = BPF_CORE_READ(file, f_inode);
+		if (!inode)
+			return 0;
+		mode = BPF_CORE_READ(inode, i_mode);
+		if ((mode & 00170000) == 0060000)   /* S_ISBLK */
+			return BPF_CORE_READ(inode, i_rdev);
+		return iop_sb_disk_read(BPF_CORE_READ(inode, i_sb));
+	}
 	file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
 	inode = file->f_inode;
 	if (!inode)
@@ -709,7 +723,7 @@ static __always_inline u32 fd_kdev(long fd)
 	return iop_sb_disk(inode->i_sb);
 }
 
-static __always_inline int sync_enter(long fd, unsigned int kind)
+static __always_inline int sync_enter(long fd, unsigned int kind, const bool cast)
 {
 	struct sync_start *s;
 
@@ -719,7 +733,7 @@ static __always_inline int sync_enter(long fd, unsigned int kind)
 		return 0;
 	s->flush_bios = 0;
 	s->kind = kind;
-	s->dev = fd_kdev(fd);
+	s->dev = fd_kdev(fd, cast);
 	s->ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -780,19 +794,38 @@ out:
 SEC("tracepoint/syscalls/sys_enter_fsync")
 int iop_enter_fsync(struct trace_event_raw_sys_enter *ctx)
 {
-	return sync_enter(ctx->args[0], IOP_SYNC_FSYNC);
+	return sync_enter(ctx->args[0], IOP_SYNC_FSYNC, true);
 }
 
 SEC("tracepoint/syscalls/sys_enter_fdatasync")
 int iop_enter_fdatasync(struct trace_event_raw_sys_enter *ctx)
 {
-	return sync_enter(ctx->args[0], IOP_SYNC_FDATASYNC);
+	return sync_enter(ctx->args[0], IOP_SYNC_FDATASYNC, true);
 }
 
 SEC("tracepoint/syscalls/sys_enter_sync_file_range")
 int iop_enter_sync_file_range(struct trace_event_raw_sys_enter *ctx)
 {
-	return sync_enter(ctx->args[0], IOP_SYNC_RANGE);
+	return sync_enter(ctx->args[0], IOP_SYNC_RANGE, true);
+}
+
+/* The same for kernels without bpf_rdonly_cast (compat.bpf.h 6). */
+SEC("tracepoint/syscalls/sys_enter_fsync")
+int iop_enter_fsync_read(struct trace_event_raw_sys_enter *ctx)
+{
+	return sync_enter(ctx->args[0], IOP_SYNC_FSYNC, false);
+}
+
+SEC("tracepoint/syscalls/sys_enter_fdatasync")
+int iop_enter_fdatasync_read(struct trace_event_raw_sys_enter *ctx)
+{
+	return sync_enter(ctx->args[0], IOP_SYNC_FDATASYNC, false);
+}
+
+SEC("tracepoint/syscalls/sys_enter_sync_file_range")
+int iop_enter_sync_file_range_read(struct trace_event_raw_sys_enter *ctx)
+{
+	return sync_enter(ctx->args[0], IOP_SYNC_RANGE, false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_fsync")

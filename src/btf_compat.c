@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,6 +33,46 @@ static int tp_args(const struct btf *btf, const char *typedef_name)
 	return btf_vlen(t) - 1;
 }
 
+static bool enum_has(const struct btf *btf, const char *enum_name, const char *value)
+{
+	int id = btf__find_by_name_kind(btf, enum_name, BTF_KIND_ENUM);
+	const struct btf_type *t;
+	const struct btf_enum *e;
+	int i;
+
+	if (id < 0)
+		return false;
+	t = btf__type_by_id(btf, id);
+	e = btf_enum(t);
+	for (i = 0; i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, e[i].name_off), value))
+			return true;
+	return false;
+}
+
+/* Applies BTF_COMPAT_HIDE_ENV; an unknown name is an error naming it. */
+static int hide_features(struct btf_compat *c, char *err, unsigned long errlen)
+{
+	const char *v = getenv(BTF_COMPAT_HIDE_ENV), *p;
+	size_t len;
+
+	for (p = v; p && *p; p += len + (p[len] == ',')) {
+		len = strcspn(p, ",");
+		if (len == 6 && !strncmp(p, "tp_btf", len))
+			c->have_block_tps = false;
+		else if (len == 12 && !strncmp(p, "task_storage", len))
+			c->have_task_storage = false;
+		else if (len == 11 && !strncmp(p, "rdonly_cast", len))
+			c->have_rdonly_cast = false;
+		else if (len) {
+			snprintf(err, errlen, "%s: unknown feature '%.*s' (known: tp_btf, "
+				 "task_storage, rdonly_cast)", BTF_COMPAT_HIDE_ENV, (int)len, p);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 {
 	struct btf *btf;
@@ -55,6 +96,9 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 		c->have_block_tps = true;
 		c->rq_issue_arg = n >= 2 ? 1 : 0;
 	}
+	c->have_task_storage = enum_has(btf, "bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE") &&
+			       enum_has(btf, "bpf_func_id", "BPF_FUNC_get_current_task_btf");
+	c->have_rdonly_cast = btf__find_by_name_kind(btf, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
 	btf__free(btf);
-	return 0;
+	return hide_features(c, err, errlen);
 }

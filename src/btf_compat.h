@@ -8,7 +8,16 @@ struct btf_compat {
 	bool have_btf;            /* /sys/kernel/btf/vmlinux loaded */
 	bool have_block_tps;      /* btf_trace_block_rq_issue etc. exist (tp_btf possible) */
 	unsigned int rq_issue_arg; /* index of struct request * in block_rq_issue's arguments */
+	/* sync tracking: task-local storage and bpf_get_current_task_btf (5.11) */
+	bool have_task_storage;
+	bool have_rdonly_cast;    /* kfunc bpf_rdonly_cast (6.2); else the _read sync programs */
 };
+
+/*
+ * IOPULSE_HIDE_KERNEL_FEATURES (comma-separated: tp_btf, task_storage, rdonly_cast) makes
+ * btf_compat_detect report those as missing, to run the fallbacks on a kernel that has them.
+ */
+#define BTF_COMPAT_HIDE_ENV "IOPULSE_HIDE_KERNEL_FEATURES"
 
 /*
  * Inspect vmlinux BTF. Returns 0, or -ENOENT when the kernel has no BTF (with a message in

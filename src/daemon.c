@@ -45,6 +45,8 @@ static void publish(struct pipeline *pl, const struct iop_config *c, const struc
 {
 	struct info_src is = {
 		.config = c, .devices = pl->devices, .attach_mode = probes_attach_mode(pl->probes),
+		.sync_on = probes_sync_on(pl->probes),
+		.sync_off_reason = probes_sync_off_reason(pl->probes),
 		.hist_k = iv->hist_k, .started_realtime_ns = srv.started_realtime_ns,
 		.bpf_stats = iv->bpf_stats,
 	};
@@ -225,7 +227,7 @@ static int pipeline_start(struct pipeline *pl, const struct iop_config *c)
 		log_error("%s", err);
 		goto fail;
 	}
-	if (c->sync_enabled) {
+	if (probes_sync_on(pl->probes)) {
 		r = threads_new(&pl->threads, pl->probes, pl->devices);
 		if (r)
 			goto fail;

@@ -108,8 +108,9 @@ static int add_config(Iopulse__V1__Info *info, const char *key, const char *valu
 	return e->key && e->value ? 0 : -ENOMEM;
 }
 
-static int fill_config(Iopulse__V1__Info *info, const struct iop_config *c)
+static int fill_config(Iopulse__V1__Info *info, const struct info_src *s)
 {
+	const struct iop_config *c = s->config;
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
 	char b[1024];
 	int r = 0;
@@ -125,6 +126,11 @@ static int fill_config(Iopulse__V1__Info *info, const struct iop_config *c)
 	r = r ?: add_config(info, "devices.rollup_partitions", c->rollup_partitions ? "true" : "false");
 	r = r ?: add_config(info, "histogram.queue_from_bio", c->queue_from_bio ? "true" : "false");
 	r = r ?: add_config(info, "sync.enabled", c->sync_enabled ? "true" : "false");
+	/* what runs: off with the reason when this kernel or host cannot do it */
+	snprintf(b, sizeof(b), "%s%s%s", s->sync_on ? "true" : "false",
+		 s->sync_off_reason && s->sync_off_reason[0] ? ": " : "",
+		 s->sync_off_reason ? s->sync_off_reason : "");
+	r = r ?: add_config(info, "sync.active", b);
 	join_list(b, sizeof(b), c->thread_include.v, c->thread_include.n);
 	r = r ?: add_config(info, "sync.threads.include", b);
 	join_list(b, sizeof(b), c->thread_exclude.v, c->thread_exclude.n);
@@ -216,7 +222,7 @@ struct hub_msg *info_build(const struct info_src *s)
 			goto out;
 		info->n_devices++;
 	}
-	r = fill_config(info, s->config);
+	r = fill_config(info, s);
 	if (r)
 		goto out;
 	buf = pb_pack_alloc(&info->base, &len);

@@ -2,6 +2,7 @@
 #ifndef IOPULSE_INFO_PB_H
 #define IOPULSE_INFO_PB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -14,6 +15,8 @@ struct info_src {
 	const struct iop_config *config;
 	struct devices *devices;
 	const char *attach_mode;
+	bool sync_on;                 /* sync tracking loaded */
+	const char *sync_off_reason;  /* why not although configured, or "" */
 	unsigned int hist_k;
 	uint64_t started_realtime_ns;
 	uint64_t bpf_run_time_ns;     /* cumulative, all programs */

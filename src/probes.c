@@ -25,6 +25,8 @@ struct probes {
 	struct iopulse_bpf *skel;
 	struct btf_compat compat;
 	bool raw_tp;
+	bool sync_on;             /* sync tracking loaded (asked for and possible here) */
+	char sync_off[512];       /* why it is off although asked for, or "" */
 	unsigned int k, nb;
 	size_t slot_u64s;
 	size_t slot_stride;       /* bytes between slots in the mmap */
@@ -97,17 +99,16 @@ static int ensure_tracefs(char *err, size_t errlen)
 		if (mount("nodev", TRACEFS, "tracefs", 0, NULL) != 0) {
 			int e = errno;
 
-			snprintf(err, errlen, "sync tracking attaches to syscall tracepoints and needs "
-				 "tracefs, which is not mounted and could not be mounted at " TRACEFS
-				 " (%s); mount it (mount -t tracefs nodev " TRACEFS ") or set "
-				 "sync.enabled: false", strerror(e));
+			snprintf(err, errlen, "its syscall tracepoints need tracefs, which is not "
+				 "mounted and could not be mounted at " TRACEFS " (%s); mount it "
+				 "(mount -t tracefs nodev " TRACEFS ")", strerror(e));
 			return -e;
 		}
 		log_info("mounted tracefs at " TRACEFS " for the syscall tracepoints");
 	}
 	if (stat(TRACEFS "/events/syscalls", &st) != 0) {
 		snprintf(err, errlen, "this kernel has no syscall tracepoints (" TRACEFS
-			 "/events/syscalls missing, CONFIG_FTRACE_SYSCALLS off); set sync.enabled: false");
+			 "/events/syscalls missing, CONFIG_FTRACE_SYSCALLS off)");
 		return -ENOENT;
 	}
 	return 0;
@@ -117,7 +118,7 @@ static int ensure_tracefs(char *err, size_t errlen)
  * The bio program times bios for queue wait and counts flush bios inside sync calls: it is
  * left out when neither is wanted.
  */
-static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync, bool bio)
+static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync, bool bio, bool cast)
 {
 	struct bpf_program *btf_progs[] = {
 		s->progs.iop_bio_queue, s->progs.iop_rq_issue, s->progs.iop_rq_complete,
@@ -127,11 +128,19 @@ static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync, bool 
 		s->progs.iop_bio_queue_raw, s->progs.iop_rq_issue_raw, s->progs.iop_rq_complete_raw,
 		s->progs.iop_rq_requeue_raw,
 	};
-	struct bpf_program *sync_progs[] = {
+	struct bpf_program *enter_cast[] = {
 		s->progs.iop_enter_fsync, s->progs.iop_enter_fdatasync,
-		s->progs.iop_enter_sync_file_range, s->progs.iop_exit_fsync,
-		s->progs.iop_exit_fdatasync, s->progs.iop_exit_sync_file_range,
+		s->progs.iop_enter_sync_file_range,
 	};
+	struct bpf_program *enter_read[] = {
+		s->progs.iop_enter_fsync_read, s->progs.iop_enter_fdatasync_read,
+		s->progs.iop_enter_sync_file_range_read,
+	};
+	struct bpf_program *sync_exit[] = {
+		s->progs.iop_exit_fsync, s->progs.iop_exit_fdatasync,
+		s->progs.iop_exit_sync_file_range,
+	};
+	struct bpf_map *sync_maps[] = { s->maps.sync_start, s->maps.sync_table, s->maps.sync_zero };
 	size_t i;
 
 	for (i = 0; i < sizeof(btf_progs) / sizeof(btf_progs[0]); i++) {
@@ -142,8 +151,13 @@ static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync, bool 
 		bpf_program__set_autoload(s->progs.iop_bio_queue, false);
 		bpf_program__set_autoload(s->progs.iop_bio_queue_raw, false);
 	}
-	for (i = 0; i < sizeof(sync_progs) / sizeof(sync_progs[0]); i++)
-		bpf_program__set_autoload(sync_progs[i], sync);
+	for (i = 0; i < 3; i++) {
+		bpf_program__set_autoload(enter_cast[i], sync && cast);
+		bpf_program__set_autoload(enter_read[i], sync && !cast);
+		bpf_program__set_autoload(sync_exit[i], sync);
+		/* not created without sync: the bio program's use of sync_start is then dead code */
+		bpf_map__set_autocreate(sync_maps[i], sync);
+	}
 }
 
 static int configure(struct probes *p, const struct probes_opts *o)
@@ -175,7 +189,9 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	err = err ?: bpf_map__set_max_entries(s->maps.sync_table, o->max_threads);
 	err = err ?: bpf_map__set_value_size(s->maps.sync_zero, (uint32_t)p->sync_value_size);
 	s->rodata->bio_records = o->queue_from_bio;
-	select_programs(s, p->raw_tp, o->sync_enabled, o->queue_from_bio || o->sync_enabled);
+	s->rodata->sync_on = p->sync_on;
+	select_programs(s, p->raw_tp, p->sync_on, o->queue_from_bio || p->sync_on,
+			p->compat.have_rdonly_cast);
 	return err;
 }
 
@@ -192,6 +208,71 @@ static int load_once(struct probes *p, const struct probes_opts *o)
 	libbpf_last[0] = '\0';
 	verifier_last[0] = '\0';
 	return iopulse_bpf__load(p->skel);
+}
+
+/* Turns sync tracking off (it was asked for) with one warning line saying why. */
+static void sync_off(struct probes *p, const char *why)
+{
+	p->sync_on = false;
+	snprintf(p->sync_off, sizeof(p->sync_off), "%s", why);
+	log_warn("sync tracking (fsync/fdatasync/sync_file_range) is off: %s; the block-layer "
+		 "metrics are not affected (sync.enabled: false silences this)", why);
+}
+
+/* The program or map libbpf last reported as failing ("prog 'x': ..." or "map 'x': ..."). */
+static void failed_object(char *kind, size_t kindlen, char *name, size_t namelen)
+{
+	const char *prog = NULL, *map = NULL, *q, *at, *end;
+
+	for (q = libbpf_last; (q = strstr(q, "prog '")); q++)
+		prog = q;
+	for (q = libbpf_last; (q = strstr(q, "map '")); q++)
+		map = q;
+	at = prog > map ? prog : map;
+	kind[0] = name[0] = '\0';
+	if (!at)
+		return;
+	snprintf(kind, kindlen, "%s", at == prog ? "program" : "map");
+	at = strchr(at, '\'') + 1;
+	end = strchr(at, '\'');
+	if (end)
+		snprintf(name, namelen, "%.*s", (int)(end - at), at);
+}
+
+static bool is_sync_object(const char *name)
+{
+	return !strncmp(name, "iop_enter_", 10) || !strncmp(name, "iop_exit_", 9) ||
+	       !strncmp(name, "sync_", 5);
+}
+
+/*
+ * Loads the programs; when one fails, turns off only what needs it and tries again: sync
+ * tracking when a sync program or map fails, tp_btf (for raw_tp) when a block program does.
+ */
+static int load_with_fallbacks(struct probes *p, const struct probes_opts *o)
+{
+	char kind[16], name[64], why[256], line[512];
+	int r;
+
+	for (;;) {
+		r = load_once(p, o);
+		if (!r)
+			return 0;
+		failed_object(kind, sizeof(kind), name, sizeof(name));
+		verifier_reason(why, sizeof(why));
+		snprintf(line, sizeof(line), "%s %s did not load: %s%s%s", kind[0] ? kind : "a BPF",
+			 name[0] ? name : "object", strerror(-r), why[0] ? "; verifier: " : "", why);
+		if (p->sync_on && is_sync_object(name)) {
+			sync_off(p, line);
+		} else if (!p->raw_tp) {
+			log_warn("%s; loading the raw_tp block programs instead of tp_btf", line);
+			p->raw_tp = true;
+		} else {
+			return r;
+		}
+		iopulse_bpf__destroy(p->skel);
+		p->skel = NULL;
+	}
 }
 
 static void explain(int err, const char *what, char *buf, size_t len)
@@ -282,23 +363,18 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 		r = -EPERM;
 		goto fail;
 	}
-	if (o->sync_enabled) {
-		r = ensure_tracefs(err, errlen);
-		if (r)
-			goto fail;
+	p->sync_on = o->sync_enabled;
+	if (p->sync_on && !p->compat.have_task_storage)
+		sync_off(p, "this kernel has no task-local storage for BPF programs "
+			 "(BPF_MAP_TYPE_TASK_STORAGE and bpf_get_current_task_btf, Linux 5.11)");
+	if (p->sync_on) {
+		char why[512];
+
+		if (ensure_tracefs(why, sizeof(why)))
+			sync_off(p, why);
 	}
 	p->raw_tp = !p->compat.have_block_tps;
-	r = load_once(p, o);
-	if (r && !p->raw_tp) {
-		char why[256];
-
-		verifier_reason(why, sizeof(why));
-		log_warn("tp_btf programs did not load (%s%s%s); falling back to raw_tp",
-			 strerror(-r), why[0] ? ": verifier: " : "", why);
-		iopulse_bpf__destroy(p->skel);
-		p->raw_tp = true;
-		r = load_once(p, o);
-	}
+	r = load_with_fallbacks(p, o);
 	if (r) {
 		explain(r, "loading the BPF programs failed", err, errlen);
 		goto fail;
@@ -353,6 +429,8 @@ const char *probes_attach_mode(const struct probes *p)
 	return p->raw_tp ? "raw_tp" : "tp_btf";
 }
 
+bool probes_sync_on(const struct probes *p) { return p->sync_on; }
+const char *probes_sync_off_reason(const struct probes *p) { return p->sync_off; }
 unsigned int probes_hist_k(const struct probes *p) { return p->k; }
 unsigned int probes_hist_nb(const struct probes *p) { return p->nb; }
 size_t probes_slot_u64s(const struct probes *p) { return p->slot_u64s; }

@@ -26,6 +26,9 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 struct probes *probes_free(struct probes *p);
 
 const char *probes_attach_mode(const struct probes *p);   /* "tp_btf" or "raw_tp" */
+/* Sync tracking loaded; when it was asked for but is off, the reason (else ""). */
+bool probes_sync_on(const struct probes *p);
+const char *probes_sync_off_reason(const struct probes *p);
 unsigned int probes_hist_k(const struct probes *p);
 unsigned int probes_hist_nb(const struct probes *p);
 size_t probes_slot_u64s(const struct probes *p);

@@ -285,9 +285,11 @@ class DaemonFactory:
         self.sockdir: Optional[str] = None
 
     def __call__(self, *args: str, config: Optional[str] = "default",
-                 wait_ready: bool = True, ready_timeout: float = 20.0) -> Daemon:
+                 wait_ready: bool = True, ready_timeout: float = 20.0,
+                 env: Optional[dict[str, str]] = None) -> Daemon:
         """Start iopulsed with args (plus -c CONFIG: the repository's example config unless
-        config= names another file, or None for none) and wait for 'ready' on stderr."""
+        config= names another file, or None for none) and wait for 'ready' on stderr.
+        env: variables added to this process's environment."""
         argv = [self.binary]
         if config == "default":
             config = self.default_config
@@ -303,7 +305,7 @@ class DaemonFactory:
             argv += ["--socket", sock]
         errpath = self.workdir / f"iopulsed-{len(self.started)}.stderr"
         print("+ " + " ".join(argv), flush=True)
-        d = Daemon(argv, errpath)
+        d = Daemon(argv, errpath, env=None if env is None else {**os.environ, **env})
         d.socket = sock
         self.started.append(d)
         if wait_ready:

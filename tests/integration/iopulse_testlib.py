@@ -143,12 +143,13 @@ class Daemon:
     """iopulsed as a child process: stdout parsed as JSON lines by a reader thread, stderr
     to a file. Stopped by PID."""
 
-    def __init__(self, argv: list[str], stderr_path: Path):
+    def __init__(self, argv: list[str], stderr_path: Path,
+                 env: Optional[dict[str, str]] = None):
         self.argv = argv
         self.stderr_path = stderr_path
         self._err = open(stderr_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._err,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env=env)
         self.pid = self.proc.pid
         self.socket: Optional[str] = None  # its gRPC unix socket, if it serves one
         self.intervals: list[dict] = []   # every JSON object, in order

@@ -1,0 +1,116 @@
+"""Kernels without a feature: only what needs it is turned off, with one line saying which.
+
+IOPULSE_HIDE_KERNEL_FEATURES makes the daemon take this kernel for one without them, so the
+fallback programs really load and run here; the counts still come from fio and diskstats."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from grpc_testlib import iopulse
+from iopulse_testlib import (dev_entries, fio_sync_calls, run_fio, sum_op, threads_where,
+                             wait_idle)
+
+HIDE = "IOPULSE_HIDE_KERNEL_FEATURES"
+SYNC_PROGS = ("iop_enter_", "iop_exit_")
+
+
+def _programs(ivs: list[dict]) -> set[str]:
+    return {p["name"] for iv in ivs for p in iv["bpf"]["programs"]}
+
+
+def test_without_rdonly_cast_sync_reads_through_helpers(loopdev, daemon):
+    """No bpf_rdonly_cast (before 6.2, Debian 12's 6.1 among them): the _read sync programs
+    find the device of a raw block device and of a btrfs file as the others do."""
+    raw = loopdev("128M")
+    fs = loopdev("256M")
+    mnt = fs.mkfs_and_mount("btrfs")
+    os.sync()
+    wait_idle(raw.name)
+    wait_idle(fs.name)
+    d = daemon("--json", "-i", "1s", "--devices", f"{raw.name},{fs.name}",
+               env={HIDE: "rdonly_cast"})
+    res_raw = run_fio(name="iop-raw", filename=raw.path, rw="write", ioengine="psync",
+                      fdatasync=1, bs="4k", size="2M", direct=1)
+    res_fs = run_fio(name="iop-btrfs", filename=os.path.join(mnt, "f.dat"), rw="write",
+                     ioengine="psync", fdatasync=1, bs="4k", size="2M")
+    time.sleep(1.2)
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+    ivs = d.all_intervals()
+    progs = _programs(ivs)
+    got = {name: sum(t["fdatasync"] for t in threads_where(
+        ivs, lambda t, n=name: t["comm"] == "fio" and t["device"] == n))
+        for name in (raw.name, fs.name)}
+    want = {raw.name: fio_sync_calls(res_raw), fs.name: fio_sync_calls(res_fs)}
+    print(f"\nprograms {sorted(progs)}\nfdatasync by device: iopulsed {got}, fio {want}")
+    assert {"iop_enter_fsync_read", "iop_enter_fdatasync_read",
+            "iop_enter_sync_file_range_read"} <= progs, progs
+    assert "iop_enter_fdatasync" not in progs, progs
+    assert want[raw.name] > 400 and want[fs.name] > 400, want
+    assert got == want
+
+
+def test_without_task_storage_only_sync_is_off(loopdev, daemon):
+    """No task-local storage (before 5.11): one warning line, no sync programs, and the block
+    metrics (flushes included) still equal diskstats; Info says why sync is not active."""
+    lo = loopdev("128M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name, env={HIDE: "task_storage"})
+    before = wait_idle(lo.name)
+    res = run_fio(name="iop-nosync", filename=lo.path, rw="randwrite", ioengine="psync",
+                  fdatasync=4, bs="4k", size="4M", direct=1)
+    time.sleep(1.2)
+    after = wait_idle(lo.name)
+    with iopulse.Client(f"unix:{d.socket}", connect_deadline=10) as c:
+        info = c.info()
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+    ivs = d.all_intervals()
+    truth = after - before
+    progs = _programs(ivs)
+    warn = [ln for ln in d.stderr_text().splitlines() if "sync tracking" in ln]
+    flushes = sum(dv["flush"]["requests"] for _, dv in dev_entries(ivs, lo.name))
+    writes = sum_op(ivs, lo.name, "write", "ios")
+    print(f"\nwarning lines: {warn}\nprograms {sorted(progs)}\nwrites {writes} (diskstats "
+          f"{truth.writes}), flushes {flushes} (diskstats {truth.flushes}, fio syncs "
+          f"{fio_sync_calls(res)})\nInfo sync.active: {info.config.get('sync.active')!r}")
+    assert len(warn) == 1 and "task-local storage" in warn[0] and "warning" in warn[0], warn
+    assert not [p for p in progs if p.startswith(SYNC_PROGS)], progs
+    assert "iop_bio_queue" in progs, progs       # queue wait from bio submission stays on
+    assert not threads_where(ivs, lambda t: True)
+    assert truth.flushes == fio_sync_calls(res) > 200
+    assert (writes, flushes) == (truth.writes, truth.flushes)
+    assert info.config["sync.enabled"] == "true"
+    assert info.config["sync.active"].startswith("false: this kernel has no task-local storage")
+
+
+def test_without_tp_btf_raw_tp_counts_the_same(loopdev, daemon):
+    """No block tracepoint BTF: the raw_tp programs; reads and writes equal diskstats and each
+    one has a queue-wait sample."""
+    lo = loopdev("128M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name, env={HIDE: "tp_btf"})
+    before = wait_idle(lo.name)
+    run_fio(name="iop-rawtp", filename=lo.path, rw="randrw", ioengine="libaio", iodepth=8,
+            bs="4k", size="8M", direct=1)
+    time.sleep(1.2)
+    after = wait_idle(lo.name)
+    with iopulse.Client(f"unix:{d.socket}", connect_deadline=10) as c:
+        mode = c.info().attach_mode
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+    ivs = d.all_intervals()
+    truth = after - before
+    got = {op: sum_op(ivs, lo.name, op, "ios") for op in ("read", "write")}
+    qw = {op: sum(dv["ops"][op]["queue_wait_ns"]["count"] for _, dv in dev_entries(ivs, lo.name))
+          for op in ("read", "write")}
+    print(f"\nattach mode {mode}; ios {got}, queue-wait samples {qw}; diskstats reads "
+          f"{truth.reads} writes {truth.writes}")
+    assert mode == "raw_tp"
+    assert {p for p in _programs(ivs) if not p.startswith(SYNC_PROGS)} == {
+        "iop_bio_queue_raw", "iop_rq_issue_raw", "iop_rq_complete_raw", "iop_rq_requeue_raw"}
+    assert got == {"read": truth.reads, "write": truth.writes}
+    assert truth.reads + truth.writes == 2048
+    assert qw == got
