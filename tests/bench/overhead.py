@@ -150,11 +150,45 @@ class Tool:
         return progs
 
 
-def fio(dev, args, runtime):
-    cmd = ["fio", "--name=bench", f"--filename={dev}", "--direct=1", "--output-format=json",
-           "--time_based", f"--runtime={runtime}"] + args
-    j = json.loads(sh(*cmd))
+def fio(dev, args, runtime=None):
+    cmd = ["fio", "--name=bench", f"--filename={dev}", "--direct=1", "--output-format=json"]
+    if runtime:
+        cmd += ["--time_based", f"--runtime={runtime}"]
+    j = json.loads(sh(*cmd + args))
     return j["jobs"][0]
+
+
+def cpu_busy_ns():
+    """CPU time of the whole machine not idle (user, nice, system, irq, softirq; no iowait,
+    no steal), in ns, from the first line of /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = v
+    return (user + nice + system + irq + softirq) * 1e9 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_round(tool, dev, nios):
+    """Whole-machine CPU per IO over a fixed number of IOs (bpf_stats off): what bpf_stats
+    leaves out too (perf-buffer fills of classic tracepoints, the tracer's user space)."""
+    tool.start()
+    b = cpu_busy_ns()
+    job = fio(dev, ["--rw=randwrite", "--bs=4k", "--ioengine=libaio", "--iodepth=32",
+                    f"--number_ios={nios}"])
+    a = cpu_busy_ns()
+    tool.stop()
+    ios = job["write"]["total_ios"]
+    return {"ios": ios, "cpu_ns_per_io": (a - b) / ios if ios else None}
+
+
+def syscall_round(tool, n):
+    """Whole-machine CPU per syscall of a thread that never syncs (dd bs=1: n reads and n
+    writes): syscall tracepoints put every thread's syscalls on the slow path."""
+    tool.start()
+    b = cpu_busy_ns()
+    sh("dd", "if=/dev/zero", "of=/dev/null", "bs=1", f"count={n}", "status=none")
+    a = cpu_busy_ns()
+    tool.stop()
+    return {"syscalls": 2 * n, "cpu_ns_per_syscall": (a - b) / (2 * n)}
 
 
 def block_round(tool, dev, runtime):
@@ -404,6 +438,21 @@ def run(a):
     results["block"] = {"rows": rows, "raw_stats_on": stats_on, "raw_stats_off": stats_off,
                         "baseline_iops_stats_on": base_iops_on, "baseline_iops_stats_off": base_iops_off}
 
+    nios = 50000 if a.quick else 200000
+    cpu_tools = [block_tools[0]] + [t for t in block_tools[1:] if t.name != "biopattern"]
+    print(f"whole-machine CPU: the same fio, {nios} IOs per run, bpf_stats off", file=sys.stderr)
+    cpu = interleave(cpu_tools, lambda t: cpu_round(t, dev, nios), a.repeats)
+    none_cpu = median([r["cpu_ns_per_io"] for r in cpu["none"]])
+    added_bl = median([r["cpu_ns_per_io"] for r in cpu["biolatency -Q -D"]]) - none_cpu
+    crows = []
+    for t in cpu_tools:
+        c = median([r["cpu_ns_per_io"] for r in cpu[t.name]])
+        added = c - none_cpu if t.name != "none" else None
+        crows.append({"tool": t.name, "cpu_ns_per_io": c, "added_ns_per_io": added,
+                      "added_vs_biolatency": added / added_bl if added is not None and added_bl > 0
+                      else None})
+    results["cpu"] = {"rows": crows, "raw": cpu, "ios_per_run": nios}
+
     print(f"sync workload: fio psync write 4k fdatasync=1", file=sys.stderr)
     sync_tools = [
         Tool("none", None),
@@ -421,6 +470,16 @@ def run(a):
         srows.append({"tool": t.name, "ns_per_sync": n, "vs_bpftrace": n / bt if n and bt else None,
                       "sync_p50_ns": median([r["sync_p50_ns"] for r in sync[t.name]])})
     results["sync"] = {"rows": srows, "raw": sync}
+
+    nsys = 500000 if a.quick else 2000000
+    print(f"syscall slow path: dd bs=1, {2 * nsys} syscalls per run", file=sys.stderr)
+    sys_tools = [sync_tools[0], sync_tools[2], sync_tools[3]]
+    sysc = interleave(sys_tools, lambda t: syscall_round(t, nsys), a.repeats)
+    none_sys = median([r["cpu_ns_per_syscall"] for r in sysc["none"]])
+    results["syscalls"] = {"raw": sysc, "rows": [
+        {"tool": t.name, "cpu_ns_per_syscall": median([r["cpu_ns_per_syscall"] for r in sysc[t.name]]),
+         "added_ns": median([r["cpu_ns_per_syscall"] for r in sysc[t.name]]) - none_sys}
+        for t in sys_tools]}
 
     print("daemon cost: 64 loop devices, 1000 threads calling fdatasync", file=sys.stderr)
     results["daemon"] = daemon_cost(64, 1000, 10 if a.quick else 60)
@@ -447,11 +506,22 @@ def report(r):
         print(f"{row['tool']:32s} {fmt(row['ns_per_io']):>10s} {fmt(row['ns_per_event']):>9s} "
               f"{fmt(row['vs_biolatency'], 2):>9s} {fmt(row['vs_floor'], 2):>8s} "
               f"{fmt(row['iops_ratio_stats_off'], 3):>10s} {fmt(row['iops_ratio_stats_on'], 3):>10s}")
+    c = r["cpu"]
+    print(f"\nwhole-machine CPU (/proc/stat), same fio, {c['ios_per_run']} IOs per run, bpf_stats off; "
+          f"medians")
+    print(f"{'tool':40s} {'CPU ns/IO':>10s} {'added':>8s} {'x biolat':>9s}")
+    for row in c["rows"]:
+        print(f"{row['tool']:40s} {fmt(row['cpu_ns_per_io']):>10s} "
+              f"{fmt(row['added_ns_per_io']):>8s} {fmt(row['added_vs_biolatency'], 2):>9s}")
     print("\nsync: fio psync write 4k fdatasync=1; medians")
     print(f"{'tool':40s} {'BPF ns/sync':>11s} {'x bpftrace':>10s} {'fio sync p50':>12s}")
     for row in r["sync"]["rows"]:
         print(f"{row['tool']:40s} {fmt(row['ns_per_sync']):>11s} {fmt(row['vs_bpftrace'], 2):>10s} "
               f"{fmt(row['sync_p50_ns']):>12s}")
+    print("\nsyscalls of a thread that never syncs (dd bs=1), whole-machine CPU; medians")
+    for row in r["syscalls"]["rows"]:
+        print(f"{row['tool']:40s} {fmt(row['cpu_ns_per_syscall']):>8s} ns/syscall, added "
+              f"{fmt(row['added_ns']):>5s}")
     d = r["daemon"]
     print(f"\ndaemon: {d['devices']} devices, {d['threads']} syncing threads "
           f"({d['threads_reported']} reported in the last intervals): "
