@@ -15,7 +15,7 @@ from .histogram import Histogram
 from .model import (AgentCost, DeviceInfo, DeviceStats, Drops, HistogramLayout, Info, OpStats,
                     PhaseMark, SyncLatency, ThreadSync, Update)
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["Client", "Subscription", "Phase", "RetryPolicy", "DEFAULT_TARGET", "parse_target",
            "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "SyncLatency", "PhaseMark", "Drops",
