@@ -16,6 +16,7 @@
 #include "devices.h"
 #include "hub.h"
 #include "info_pb.h"
+#include "notify.h"
 #include "log.h"
 #include "output_json.h"
 #include "output_text.h"
@@ -398,6 +399,9 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	}
 	log_info("ready: interval %llu ms, attach mode %s", (unsigned long long)cfg->interval_ms,
 		 probes_attach_mode(pl.probes));
+	/* Type=notify: the probes are attached and the socket listens */
+	if (notify_manager("READY=1"))
+		log_warn("could not tell the service manager we are ready ($NOTIFY_SOCKET)");
 
 	while (running) {
 		n = epoll_wait(efd, got, 4, -1);
@@ -429,13 +433,17 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 
 				if (read(sfd, &si, sizeof(si)) != sizeof(si))
 					continue;
-				if (si.ssi_signo == SIGHUP)
+				if (si.ssi_signo == SIGHUP) {
+					notify_manager("RELOADING=1");
 					reload(o, cfg, &pl, tfd);
+					notify_manager("READY=1");
+				}
 				else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM)
 					running = false;
 			}
 		}
 	}
+	notify_manager("STOPPING=1");
 	if (srv.hub)     /* iopulsed stops: open phases end with the last interval, abandoned */
 		phases_close_all(hub_phases(srv.hub));
 	rc = emit(&pl, o, cfg, true) ? 1 : 0;

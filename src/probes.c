@@ -9,6 +9,8 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -91,14 +93,19 @@ static void verifier_reason(char *out, size_t len)
 static int ensure_tracefs(char *err, size_t errlen)
 {
 	struct stat st;
+	int e = stat(TRACEFS "/events/syscalls", &st) ? errno : 0;
 
-	if (stat(TRACEFS "/events/syscalls", &st) == 0 ||
-	    stat("/sys/kernel/debug/tracing/events/syscalls", &st) == 0)
+	if (!e || stat("/sys/kernel/debug/tracing/events/syscalls", &st) == 0)
 		return 0;
+	if (e == EACCES) {
+		snprintf(err, errlen, "its syscall tracepoints are in tracefs (" TRACEFS "), which uid "
+			 "%u may not search: it needs CAP_DAC_READ_SEARCH (the packaged unit grants it)",
+			 (unsigned)geteuid());
+		return -EACCES;
+	}
 	if (stat(TRACEFS "/events", &st) != 0) {
 		if (mount("nodev", TRACEFS, "tracefs", 0, NULL) != 0) {
-			int e = errno;
-
+			e = errno;
 			snprintf(err, errlen, "its syscall tracepoints need tracefs, which is not "
 				 "mounted and could not be mounted at " TRACEFS " (%s); mount it "
 				 "(mount -t tracefs nodev " TRACEFS ")", strerror(e));
@@ -208,6 +215,42 @@ static int load_once(struct probes *p, const struct probes_opts *o)
 	libbpf_last[0] = '\0';
 	verifier_last[0] = '\0';
 	return iopulse_bpf__load(p->skel);
+}
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+static bool cap_effective(const struct __user_cap_data_struct *d, int cap)
+{
+	return d[cap / 32].effective & (1U << (cap % 32));
+}
+
+/*
+ * Loading and attaching tracing programs takes CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN,
+ * which implies both): root, or the service user with the unit's ambient capabilities.
+ */
+static int check_caps(char *err, size_t errlen)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	if (syscall(SYS_capget, &h, d))
+		return 0;   /* cannot tell: let the kernel say */
+	if (cap_effective(d, CAP_SYS_ADMIN) ||
+	    (cap_effective(d, CAP_BPF) && cap_effective(d, CAP_PERFMON)))
+		return 0;
+	snprintf(err, errlen, "iopulsed loads BPF tracing programs and needs CAP_BPF and "
+		 "CAP_PERFMON (uid %u has %s%s%s): run it as root or with those capabilities "
+		 "(the packaged systemd unit gives them to the iopulse user)", (unsigned)geteuid(),
+		 cap_effective(d, CAP_BPF) ? "CAP_BPF" : "",
+		 cap_effective(d, CAP_BPF) && cap_effective(d, CAP_PERFMON) ? ", " : "",
+		 cap_effective(d, CAP_PERFMON) ? "CAP_PERFMON" :
+		 cap_effective(d, CAP_BPF) ? "" : "neither");
+	return -EPERM;
 }
 
 /* Turns sync tracking off (it was asked for) with one warning line saying why. */
@@ -358,11 +401,9 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 	r = btf_compat_detect(&p->compat, err, errlen);
 	if (r)
 		goto fail;
-	if (geteuid() != 0) {
-		snprintf(err, errlen, "iopulsed must run as root (it loads BPF programs)");
-		r = -EPERM;
+	r = check_caps(err, errlen);
+	if (r)
 		goto fail;
-	}
 	p->sync_on = o->sync_enabled;
 	if (p->sync_on && !p->compat.have_task_storage)
 		sync_off(p, "this kernel has no task-local storage for BPF programs "
@@ -398,7 +439,9 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 	if (o->bpf_stats) {
 		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (p->stats_fd < 0)
-			log_warn("cannot enable BPF run-time statistics: %s", strerror(errno));
+			log_warn("cannot enable BPF run-time statistics: %s%s", strerror(errno),
+				 errno == EPERM ? " (it takes CAP_SYS_ADMIN; bpf_stats: false "
+				 "silences this)" : "");
 	}
 	log_info("probes attached (%s, histogram precision %u, %u buckets, %zu KiB per device)",
 		 p->raw_tp ? "raw_tp" : "tp_btf", p->k, p->nb, p->slot_u64s * 8 / 1024);
