@@ -27,7 +27,7 @@ cleanup() {
 	id "$CLIENT_USER" >/dev/null 2>&1 && userdel "$CLIENT_USER"
 	dpkg -s iopulsed >/dev/null 2>&1 && apt-get purge -y -qq iopulsed >/dev/null
 	dpkg -s python3-iopulse >/dev/null 2>&1 && apt-get purge -y -qq python3-iopulse >/dev/null
-	rm -rf "$WORK"
+	rm -rf "$WORK" /run/iopulse
 }
 trap cleanup EXIT INT TERM
 

@@ -10,9 +10,15 @@ TOP=$(mktemp -d /var/tmp/iopulse-rpm.XXXXXX)
 trap 'rm -rf "$TOP"' EXIT INT TERM
 fail() { echo "test-rpm: FAIL: $*" >&2; exit 1; }
 
-for t in rpmbuild rpmlint; do
-	command -v $t >/dev/null || { apt-get update -qq; apt-get install -y -qq rpm rpmlint >/dev/null; }
+need=""
+for p in rpm rpmlint python3-build python3-installer python3-hatchling scdoc; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need="$need $p"
 done
+if [ -n "$need" ]; then
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $need >/dev/null
+fi
 spec_version=$(sed -n 's/^Version: *//p' packaging/rpm/iopulse.spec)
 [ "$spec_version" = "$VERSION" ] || fail "iopulse.spec Version $spec_version, VERSION $VERSION"
 

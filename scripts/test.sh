@@ -3,8 +3,9 @@
 # client's unit tests, the privileged integration tests (the real daemon with its BPF programs
 # on loop devices, the gRPC server on sockets, the Python client over the wire), the Python
 # client pip-installed into venvs with the newest and the oldest grpcio/protobuf it supports
-# (scripts/test-client-matrix.sh), then the gRPC server tests again against a daemon built with
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# (scripts/test-client-matrix.sh), the Debian packages, rpms and the Python sdist/wheel
+# (scripts/test-packages.sh, test-rpm.sh, test-python-dist.sh), then the gRPC server tests
+# again against a daemon built with AddressSanitizer + UndefinedBehaviorSanitizer.
 # Run as root. Exits non-zero on any failure.
 set -eu
 cd "$(dirname "$0")/.."
@@ -20,6 +21,11 @@ echo "== Python client as scripts/install-client.sh installs it (Debian's python
 build/pyenv/bin/python -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
 	-k test_cli_info_snapshot_watch_top_against_the_daemon
 ./scripts/test-client-matrix.sh
+
+echo "== packages: Debian (built, lintian, installed and run as the unit would), rpm, Python dist"
+./scripts/test-packages.sh
+./scripts/test-rpm.sh
+./scripts/test-python-dist.sh
 
 echo "== gRPC server under ASan+UBSan"
 [ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
