@@ -265,3 +265,28 @@ def test_precision_flag(daemon_bin):
     assert ivs
     for iv in ivs:
         assert iv["histogram"] == {"precision": 3, "max_relative_error": 0.0625}
+
+
+def test_log_levels_reach_the_journal(daemon_bin, tmp_path):
+    """Under systemd ($JOURNAL_STREAM names stderr) each line carries its syslog priority as
+    "<N>", which the journal keeps as the entry's level; elsewhere lines start 'iopulsed: '."""
+    import os
+    cfg = str(REPO / "etc" / "iopulse.yaml")
+    err = tmp_path / "stderr"
+    env = {**os.environ, "IOPULSE_HIDE_KERNEL_FEATURES": "task_storage"}
+    with open(err, "wb") as f:
+        st = os.fstat(f.fileno())
+        env["JOURNAL_STREAM"] = f"{st.st_dev}:{st.st_ino}"
+        r = subprocess.run([daemon_bin, "-c", cfg, "--no-server", "-d", "1s"], stdout=subprocess.DEVNULL,
+                           stderr=f, env=env, timeout=30)
+    lines = err.read_text().splitlines()
+    print("\n".join(lines))
+    assert r.returncode == 0
+    assert any(ln.startswith("<4>warning: sync tracking") for ln in lines), lines
+    assert any(ln.startswith("<6>info: ready:") for ln in lines), lines
+    assert all(re.match(r"<[3467]>(error|warning|info|debug): ", ln) for ln in lines), lines
+    env.pop("JOURNAL_STREAM")
+    r = subprocess.run([daemon_bin, "-c", cfg, "--no-server", "-d", "1s"], capture_output=True,
+                       text=True, env=env, timeout=30)
+    assert r.returncode == 0
+    assert all(ln.startswith("iopulsed: ") for ln in r.stderr.splitlines()), r.stderr
