@@ -6,7 +6,7 @@
 #include <bpf/bpf_core_read.h>
 
 /*
- * Tracepoint argument layouts are detected from BTF by the loader (src/btf_compat.c) and
+ * Tracepoint argument layouts are detected from BTF by the loader (src/collect/btf_compat.c) and
  * handed in as load-time constants; struct layouts are handled here with CO-RE.
  *
  * 1. block_rq_issue / block_rq_insert lost their request_queue argument in 5.11

@@ -10,7 +10,7 @@
 #include "compat.bpf.h"
 #include "rq_logic.h"
 
-/* ---- load-time settings (written by src/probes.c before load) ---- */
+/* ---- load-time settings (written by src/collect/probes.c before load) ---- */
 const volatile unsigned int hist_k = IOP_HIST_K_DEFAULT;
 const volatile unsigned int hist_nb = IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
 const volatile unsigned int slot_u64s = IOP_C_MAX + IOP_H_MAX * IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
@@ -97,7 +97,7 @@ struct {
  * Per (tgid, tid, dev): struct iop_sync_val then the latency buckets; value size set at load.
  * A plain hash, not an LRU: the kernel never recycles an entry under a thread that is adding
  * to it (elements are freed after an RCU grace period), and the daemon removes the entries of
- * threads that have exited (src/threads.c). A full table is counted, never silently dropped.
+ * threads that have exited (src/collect/threads.c). A full table is counted, never silently dropped.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -396,7 +396,7 @@ static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue)
 
 /*
  * d_ns is the ownership token of a record's IO: the completion, a dispatch that finds the
- * record of a lost completion, and the daemon's sweep (src/inflight.c) each swap it to 0
+ * record of a lost completion, and the daemon's sweep (src/collect/inflight.c) each swap it to 0
  * before they count, so exactly one of them counts the IO.
  */
 static __always_inline u64 take_ownership(struct iop_rq_rec *r)
