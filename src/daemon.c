@@ -16,6 +16,7 @@
 #include "devices.h"
 #include "hub.h"
 #include "info_pb.h"
+#include "metrics_http.h"
 #include "notify.h"
 #include "log.h"
 #include "output_json.h"
@@ -36,6 +37,7 @@ struct pipeline {
 struct serving {
 	struct hub *hub;
 	struct rpc_server *rpc;
+	struct metrics_server *metrics;
 	uint64_t started_realtime_ns;
 	uint64_t bpf_run_time_ns, bpf_run_count;
 };
@@ -87,7 +89,7 @@ static int serving_start(const struct iop_config *c)
 	char err[512] = "";
 	int r;
 
-	if (!c->server_enabled)
+	if (!c->server_enabled && !*c->metrics_listen)
 		return 0;
 	if (c->server_ring_ms < c->interval_ms) {
 		log_error("server.ring (%llu ms) is shorter than one interval (%llu ms)",
@@ -99,9 +101,26 @@ static int serving_start(const struct iop_config *c)
 	r = hub_new(&srv.hub, c->interval_ms, c->server_ring_ms, c->server_mark_rate);
 	if (r)
 		return r;
+	if (*c->metrics_listen) {
+		if (c->metrics_precision > c->hist_precision)
+			log_warn("metrics.precision %u is finer than histogram.precision %u: "
+				 "exporting at %u", c->metrics_precision, c->hist_precision,
+				 c->hist_precision);
+		r = metrics_server_start(&srv.metrics, srv.hub, c, err, sizeof(err));
+		if (r) {
+			log_error("%s", err[0] ? err : strerror(-r));
+			srv.hub = hub_free(srv.hub);
+			return r;
+		}
+		log_info("serving Prometheus metrics on http://%s (port %d)/metrics",
+			 c->metrics_listen, metrics_server_port(srv.metrics));
+	}
+	if (!c->server_enabled)
+		return 0;
 	r = rpc_server_start(&srv.rpc, srv.hub, &ro, err, sizeof(err));
 	if (r) {
 		log_error("gRPC server: %s", err[0] ? err : strerror(-r));
+		srv.metrics = metrics_server_stop(srv.metrics);
 		srv.hub = hub_free(srv.hub);
 		return r;
 	}
@@ -114,6 +133,7 @@ static int serving_start(const struct iop_config *c)
 
 static void serving_stop(void)
 {
+	srv.metrics = metrics_server_stop(srv.metrics);
 	srv.rpc = rpc_server_stop(srv.rpc);
 	srv.hub = hub_free(srv.hub);
 }
@@ -192,6 +212,7 @@ int overrides_apply(const struct overrides *ov, struct iop_config *c)
 		c->server_enabled = ov->server_enabled;
 	r = r ?: replace_str(&c->server_socket, ov->socket);
 	r = r ?: replace_str(&c->server_tcp, ov->tcp);
+	r = r ?: replace_str(&c->metrics_listen, ov->metrics);
 	return r;
 }
 
@@ -330,6 +351,9 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 	    strcmp(fresh.server_socket, cfg->server_socket) ||
 	    strcmp(fresh.server_socket_group, cfg->server_socket_group) ||
 	    strcmp(fresh.server_tcp, cfg->server_tcp) ||
+	    strcmp(fresh.metrics_listen, cfg->metrics_listen) ||
+	    fresh.metrics_precision != cfg->metrics_precision ||
+	    fresh.metrics_max_threads != cfg->metrics_max_threads ||
 	    (cfg->server_enabled && fresh.interval_ms != cfg->interval_ms))
 		log_warn("server settings take effect when iopulsed restarts (the replay ring "
 			 "keeps its length in intervals)");

@@ -28,6 +28,7 @@ struct overrides {
 	int sync_enabled;              /* -1: not set */
 	int server_enabled;            /* -1: not set */
 	const char *socket, *tcp;      /* NULL: not set */
+	const char *metrics;           /* metrics.listen; NULL: not set */
 };
 
 struct daemon_opts {

@@ -46,6 +46,7 @@ static const char usage_text[] =
 	"      --bpf-stats          enable kernel BPF run-time statistics and report them\n"
 	"      --socket PATH        gRPC unix socket (default " IOP_DEFAULT_SOCKET ")\n"
 	"      --tcp HOST:PORT      also serve gRPC on TCP (port 0: any free port, logged)\n"
+	"      --metrics HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
 	"      --no-server          no gRPC server (local output only)\n"
 	"      --log-level LEVEL    error, warning, info or debug\n"
 	"      --syslog             log to syslog instead of stderr\n"
@@ -58,6 +59,7 @@ static const char usage_text[] =
 	"  iopulsed --json -d 60s > run.jsonl     record one minute, then exit\n"
 	"  iopulsed --print --threads 'bstore_kv_sync'  BlueStore's sync thread only\n"
 	"  iopulsed --tcp 0.0.0.0:7073            serve remote clients too (iopulse --target host:7073)\n"
+	"  iopulsed --metrics 0.0.0.0:9873        for Prometheus (scrape http://host:9873/metrics)\n"
 	"  iopulsed --check-config /etc/iopulse/iopulse.yaml\n"
 	"\n"
 	"Signals: SIGINT/SIGTERM print the last interval, detach and exit 0; SIGHUP reloads\n"
@@ -67,7 +69,7 @@ static const char usage_text[] =
 enum {
 	OPT_CHECK = 256, OPT_PRECISION, OPT_DEVICES, OPT_EXCLUDE, OPT_NO_ROLLUP, OPT_QUEUE_FROM, OPT_THREADS,
 	OPT_NO_SYNC, OPT_MAX_DEVICES, OPT_MAX_THREADS, OPT_CEPH, OPT_BPF_STATS, OPT_LOG_LEVEL,
-	OPT_SYSLOG, OPT_JSON_BUCKETS, OPT_SOCKET, OPT_TCP, OPT_NO_SERVER,
+	OPT_SYSLOG, OPT_JSON_BUCKETS, OPT_SOCKET, OPT_TCP, OPT_METRICS, OPT_NO_SERVER,
 };
 
 static const struct option long_opts[] = {
@@ -93,6 +95,7 @@ static const struct option long_opts[] = {
 	{ "syslog", no_argument, NULL, OPT_SYSLOG },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "tcp", required_argument, NULL, OPT_TCP },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
 	{ "no-server", no_argument, NULL, OPT_NO_SERVER },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
@@ -235,6 +238,11 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 			if (!strrchr(optarg, ':') || !strrchr(optarg, ':')[1])
 				r = bad("--tcp", optarg, "expected HOST:PORT, e.g. 127.0.0.1:7073");
 			o->ov.tcp = optarg;
+			break;
+		case OPT_METRICS:
+			if (!strrchr(optarg, ':') || !strrchr(optarg, ':')[1])
+				r = bad("--metrics", optarg, "expected HOST:PORT, e.g. 127.0.0.1:9873");
+			o->ov.metrics = optarg;
 			break;
 		case OPT_NO_SERVER: o->ov.server_enabled = 0; break;
 		case 'V':

@@ -71,13 +71,18 @@ int config_init_defaults(struct iop_config *c)
 		.server_socket_mode = 0660,
 		.server_ring_ms = 600000,
 		.server_mark_rate = 20,
+		.metrics_precision = 2,
+		.metrics_max_threads = 100,
 	};
 
 	d.ceph_osd_dir = strdup("/var/lib/ceph/osd");
 	d.server_socket = strdup(IOP_DEFAULT_SOCKET);
 	d.server_socket_group = strdup("");
 	d.server_tcp = strdup("");
-	if (!d.ceph_osd_dir || !d.server_socket || !d.server_socket_group || !d.server_tcp || strlist_append(&d.dev_exclude, "ram*") < 0 ||
+	d.metrics_listen = strdup("");
+	if (!d.ceph_osd_dir || !d.server_socket || !d.server_socket_group || !d.server_tcp ||
+	    !d.metrics_listen || strlist_append(&d.metrics_threads, "bstore_kv_sync") < 0 ||
+	    strlist_append(&d.dev_exclude, "ram*") < 0 ||
 	    strlist_append(&d.dev_exclude, "zram*") < 0) {
 		config_release(&d);
 		return -ENOMEM;
@@ -100,6 +105,19 @@ void config_release(struct iop_config *c)
 	c->server_socket_group = NULL;
 	free(c->server_tcp);
 	c->server_tcp = NULL;
+	free(c->metrics_listen);
+	c->metrics_listen = NULL;
+	strlist_free(&c->metrics_threads);
+}
+
+int iop_strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src)
+{
+	return strlist_copy(dst, src) < 0 ? -ENOMEM : 0;
+}
+
+void iop_strlist_free(struct iop_strlist *l)
+{
+	strlist_free(l);
 }
 
 static int dup_or_null(char **dst, const char *src)
@@ -112,13 +130,16 @@ int config_copy(struct iop_config *dst, const struct iop_config *src)
 {
 	struct iop_config d = *src;
 
-	d.dev_include = d.dev_exclude = d.thread_include = d.thread_exclude =
+	d.dev_include = d.dev_exclude = d.thread_include = d.thread_exclude = d.metrics_threads =
 		(struct iop_strlist){ 0 };
 	d.ceph_osd_dir = d.server_socket = d.server_socket_group = d.server_tcp = NULL;
+	d.metrics_listen = NULL;
 	if (dup_or_null(&d.ceph_osd_dir, src->ceph_osd_dir) < 0 ||
 	    dup_or_null(&d.server_socket, src->server_socket) < 0 ||
 	    dup_or_null(&d.server_socket_group, src->server_socket_group) < 0 ||
 	    dup_or_null(&d.server_tcp, src->server_tcp) < 0 ||
+	    dup_or_null(&d.metrics_listen, src->metrics_listen) < 0 ||
+	    strlist_copy(&d.metrics_threads, &src->metrics_threads) < 0 ||
 	    strlist_copy(&d.dev_include, &src->dev_include) < 0 ||
 	    strlist_copy(&d.dev_exclude, &src->dev_exclude) < 0 ||
 	    strlist_copy(&d.thread_include, &src->thread_include) < 0 ||
@@ -255,6 +276,16 @@ static const struct key server_keys[] = {
 	{ .name = NULL },
 };
 
+static const struct key metrics_keys[] = {
+	{ .name = "listen", .type = KEY_LISTEN, .offset = FIELD(metrics_listen) },
+	{ .name = "precision", .type = KEY_UINT, .offset = FIELD(metrics_precision),
+	  .min = 0, .max = IOP_HIST_K_MAX },
+	{ .name = "threads", .type = KEY_GLOBS, .offset = FIELD(metrics_threads) },
+	{ .name = "max_threads", .type = KEY_UINT, .offset = FIELD(metrics_max_threads),
+	  .min = 0, .max = 100000 },
+	{ .name = NULL },
+};
+
 static const struct key top_keys[] = {
 	{ .name = "interval", .type = KEY_DURATION, .offset = FIELD(interval_ms) },
 	{ .name = "histogram", .type = KEY_SECTION, .sub = histogram_keys },
@@ -265,6 +296,7 @@ static const struct key top_keys[] = {
 	{ .name = "log", .type = KEY_SECTION, .sub = log_keys },
 	{ .name = "bpf_stats", .type = KEY_BOOL, .offset = FIELD(bpf_stats) },
 	{ .name = "server", .type = KEY_SECTION, .sub = server_keys },
+	{ .name = "metrics", .type = KEY_SECTION, .sub = metrics_keys },
 	{ .name = NULL },
 };
 

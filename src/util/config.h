@@ -24,6 +24,10 @@ struct iop_strlist {
 	size_t n;
 };
 
+/* A copy of src (0 or -ENOMEM), and freeing one. */
+int iop_strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src);
+void iop_strlist_free(struct iop_strlist *l);
+
 struct iop_config {
 	uint64_t interval_ms;          /* interval: "1s", "500ms", 2 (seconds); 10ms..3600s */
 	unsigned int hist_precision;   /* histogram.precision: 2..7 (IOP_HIST_K_*) */
@@ -47,6 +51,10 @@ struct iop_config {
 	char *server_tcp;              /* server.tcp: "host:port" to listen on too, "" = none */
 	uint64_t server_ring_ms;       /* server.ring: replay history kept, default 10m */
 	uint32_t server_mark_rate;     /* server.mark_rate: phase marks per second, default 20 */
+	char *metrics_listen;          /* metrics.listen: "host:port" of the Prometheus endpoint, "" = off */
+	uint32_t metrics_precision;    /* metrics.precision: 2^p buckets per power of two, default 2 */
+	struct iop_strlist metrics_threads;  /* metrics.threads: thread-name globs exported */
+	uint32_t metrics_max_threads;  /* metrics.max_threads: thread series sets exported at most */
 };
 
 #define IOP_DEFAULT_SOCKET "/run/iopulse/iopulse.sock"

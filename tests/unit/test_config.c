@@ -304,7 +304,7 @@ struct bad_case {
 static const struct bad_case bad_cases[] = {
 	/* unknown keys at every level */
 	{ "bogus: 1\n", "1:1", "bogus", "unknown key (expected interval, histogram, devices, "
-	  "sync, limits, ceph, log, bpf_stats, server)" },
+	  "sync, limits, ceph, log, bpf_stats, server, metrics)" },
 	{ "server:\n  sock: /x\n", "2:3", "server.sock", "unknown key (expected enabled, socket, "
 	  "socket_mode, socket_group, tcp, ring, mark_rate)" },
 	{ "server:\n  socket_mode: \"0999\"\n", "2:16", "server.socket_mode",
