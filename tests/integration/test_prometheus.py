@@ -1,0 +1,204 @@
+"""A real Prometheus (Debian's package) scrapes a real iopulsed every second while fio runs on a
+loop device: the read counter it stored moves by exactly the /proc/diskstats delta, and the
+p99 it computes from the exported buckets lands in the same exported bucket as the daemon's
+own p99 for the same IOs. The text itself passes promtool and both of prometheus_client's
+parsers."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from grpc_testlib import iopulse
+from iopulse_testlib import run_fio, wait_idle
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, accept: str = "") -> tuple[str, str]:
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.headers.get("Content-Type", ""), r.read().decode()
+
+
+def _metrics_port(d) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        m = re.search(r"serving Prometheus metrics on \S+ \(port (\d+)\)", d.stderr_text())
+        if m:
+            return int(m.group(1))
+        time.sleep(0.1)
+    raise AssertionError(f"no metrics port logged: {d.describe()}")
+
+
+class Prometheus:
+    def __init__(self, target: str, workdir: str):
+        self.port = _free_port()
+        cfg = os.path.join(workdir, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global: {scrape_interval: 1s, scrape_timeout: 900ms}\n"
+                    "scrape_configs:\n  - job_name: iopulse\n"
+                    f"    static_configs: [{{targets: ['{target}']}}]\n")
+        self.log = open(os.path.join(workdir, "prometheus.log"), "wb")
+        argv = [PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={workdir}/data",
+                f"--web.listen-address=127.0.0.1:{self.port}", "--enable-feature=native-histograms"]
+        print("+ " + " ".join(argv))
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=self.log,
+                                     stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if "Ready" in _get(f"http://127.0.0.1:{self.port}/-/ready")[1]:
+                    break
+            except OSError:
+                pass
+            assert self.proc.poll() is None, "prometheus exited"
+            assert time.monotonic() < deadline, "prometheus not ready in 60 s"
+            time.sleep(0.2)
+
+    def query(self, q: str, at: float) -> list[dict]:
+        url = (f"http://127.0.0.1:{self.port}/api/v1/query?"
+               + urllib.parse.urlencode({"query": q, "time": f"{at:.3f}"}))
+        body = json.loads(_get(url)[1])
+        assert body["status"] == "success", body
+        return body["data"]["result"]
+
+    def scraped_after(self, t: float) -> bool:
+        """A successful scrape (up == 1) stamped after t."""
+        r = self.query('timestamp(up{job="iopulse"} == 1)', time.time())
+        return bool(r) and float(r[0]["value"][1]) > t
+
+    def wait_scrape_after(self, t: float, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.scraped_after(t):
+            assert time.monotonic() < deadline, "no successful scrape"
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def prometheus():
+    started = []
+    work = tempfile.mkdtemp(prefix="iopulse-prom-")
+
+    def start(target: str) -> Prometheus:
+        p = Prometheus(target, work)
+        started.append(p)
+        return p
+    try:
+        yield start
+    finally:
+        for p in started:
+            p.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _bucket_of(v: float, p: int) -> tuple[float, float]:
+    """The exported bucket (lower, upper] in seconds that holds v seconds at precision p."""
+    ns = int(round(v * 1e9))
+    i = iopulse.Histogram.bucket_index(ns, p)
+    return (iopulse.Histogram.bucket_lower(i, p) - 1) / 1e9, iopulse.Histogram.bucket_upper(i, p) / 1e9
+
+
+def test_prometheus_scrapes_exact_counts_and_buckets(loopdev, daemon, prometheus):
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("-i", "1s", "--devices", lo.name, "--metrics", "127.0.0.1:0")
+    port = _metrics_port(d)
+    # warm-up IO: the device's series exist before the measured window
+    run_fio(name="iop-warm", filename=lo.path, rw="randread", bs="4k", size="4M", direct=1,
+            ioengine="psync", number_ios=64)
+    time.sleep(1.5)
+    prom = prometheus(f"127.0.0.1:{port}")
+    p = 2       # metrics.precision default
+
+    before = wait_idle(lo.name)
+    time.sleep(1.2)                       # the daemon's interval closes on the idle device
+    t0 = time.time()
+    prom.wait_scrape_after(t0 + 0.1)
+    t1 = time.time()
+    with iopulse.Client(f"unix:{d.socket}") as c:
+        snap0 = c.snapshot(devices=[lo.name])
+    run_fio(name="iop-prom", filename=lo.path, rw="randread", bs="4k", size="256M", direct=1,
+            ioengine="libaio", iodepth=8, runtime="6s", time_based=True)
+    after = wait_idle(lo.name)
+    time.sleep(1.2)
+    with iopulse.Client(f"unix:{d.socket}") as c:
+        snap1 = c.snapshot(devices=[lo.name])
+    t2 = time.time()
+    prom.wait_scrape_after(t2 + 0.1)
+    t3 = time.time()
+
+    sel = f'device="{lo.name}",op="read"'
+    v1 = prom.query(f"iopulse_device_ios_total{{{sel}}}", t1)
+    v3 = prom.query(f"iopulse_device_ios_total{{{sel}}}", t3)
+    assert v1 and v3, (v1, v3)
+    got = int(float(v3[0]["value"][1])) - int(float(v1[0]["value"][1]))
+    truth = after.reads - before.reads
+    inc = prom.query(f"increase(iopulse_device_ios_total{{{sel}}}[{int(t3 - t1) + 1}s])", t3)
+    print(f"\n{lo.name}: Prometheus read counter moved {got}; /proc/diskstats {truth}; "
+          f"increase() over the window {inc[0]['value'][1] if inc else None} (extrapolated)")
+    assert got == truth > 1000
+
+    # p99 of service time: Prometheus from the bucket deltas, the daemon from its own buckets
+    off = int(round(t3 - t1))
+    q = (f"histogram_quantile(0.99, sum by (le) (iopulse_device_service_seconds_bucket{{{sel}}}"
+         f" - iopulse_device_service_seconds_bucket{{{sel}}} offset {off}s))")
+    prom_p99 = float(prom.query(q, t3)[0]["value"][1])
+    h0 = snap0.devices[lo.name].ops["read"].service_ns
+    h1 = snap1.devices[lo.name].ops["read"].service_ns
+    delta = iopulse.Histogram(h1.precision, [i for i, _ in h1.buckets()],
+                              [c - dict(h0.buckets()).get(i, 0) for i, c in h1.buckets()])
+    own_p99 = delta.percentile(99) / 1e9
+    lo_edge, hi_edge = _bucket_of(own_p99, p)
+    print(f"service p99: Prometheus {prom_p99 * 1e6:.1f} us, iopulsed {own_p99 * 1e6:.1f} us "
+          f"({delta.count} IOs); exported bucket ({lo_edge * 1e6:.3f}, {hi_edge * 1e6:.3f}] us")
+    assert delta.count == truth
+    # both lie in the exported bucket holding the true p99: Prometheus interpolates inside it,
+    # the daemon's finer bucket is nested in it
+    assert lo_edge <= prom_p99 <= hi_edge
+
+    # the text passes promtool's lint and both parsers
+    ctype, text = _get(f"http://127.0.0.1:{port}/metrics")
+    assert ctype.startswith("text/plain; version=0.0.4")
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                          text=True, timeout=60)
+    assert lint.returncode == 0 and not lint.stdout.strip() and not lint.stderr.strip(), \
+        lint.stdout + lint.stderr
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
+    from prometheus_client.parser import text_string_to_metric_families as prom_parse
+    fams = {f.name: f for f in prom_parse(text)}
+    ctype, om = _get(f"http://127.0.0.1:{port}/metrics",
+                     "application/openmetrics-text; version=1.0.0")
+    assert ctype.startswith("application/openmetrics-text; version=1.0.0")
+    om_fams = {f.name: f for f in om_parse(om)}
+    print(f"{len(fams)} families, {sum(len(f.samples) for f in fams.values())} samples (text); "
+          f"{len(om_fams)} families (OpenMetrics)")
+    assert "iopulse_device_service_seconds" in fams and "iopulse_device_ios" in om_fams
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
