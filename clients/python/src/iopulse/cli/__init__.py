@@ -26,7 +26,7 @@ from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_US
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
                                    for m in (info, snapshot, top, watch, mark, record, report, compare,
                                              phases, export, plot)}
-MULTI_TARGET = {"record"}     # commands that take --target more than once
+MULTI_TARGET = {"record", "top"}     # commands that take --target more than once
 
 EXAMPLES = """examples:
   iopulse top                                  live per-device table from the local daemon

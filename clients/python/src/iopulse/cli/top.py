@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any, Optional
 
 from ..client import Client
@@ -16,6 +17,13 @@ EXAMPLES = """examples:
   iopulse top --device 'sd*' --sort svc
   iopulse top --interval-multiple 10 --threads 20
   iopulse top --once                print one table and exit
+  iopulse top --target node1:7073 --target node2:7073 --merge
+                                    one table across hosts, and all their devices merged
+
+With several --target (or a comma-separated $IOPULSE_TARGET) the table has a host column and
+is sorted cluster-wide; --merge adds a row whose percentiles are those of every shown device's
+IOs together (buckets merge exactly). A host that goes away is shown as DOWN and reconnected
+in the background; the others keep updating.
 
 IOPS and MB/s count reads, writes and discards; the queue wait and service columns merge
 reads and writes; flush/s is flush requests sent to the device, flush p99 the latency of
@@ -34,9 +42,47 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--threads", type=int_at_least(0), default=10, metavar="N",
                    help="sync threads shown (default 10, 0: none)")
     s.add_argument("--once", action="store_true", help="print one table and exit")
+    s.add_argument("--merge", action="store_true",
+                   help="with several --target: a row merging every shown device")
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    """top over several daemons."""
+    from rich.live import Live
+
+    from ..fleet import Fleet, render_fleet
+
+    con = console()
+    what = "iopulse top"
+    fleet = Fleet(args.targets, args.interval_multiple).start()
+    try:
+        def view() -> Any:
+            return render_fleet(fleet, what, args.device, args.sort, args.threads, args.merge)
+        if args.once or not con.is_terminal:
+            deadline = time.monotonic() + max(5.0, args.connect_timeout)
+            while not fleet.settled() and time.monotonic() < deadline:
+                fleet.wait(0.2)
+            con.print(view())
+            if args.once:
+                return EXIT_OK
+            seen = sum(s.updates for s in fleet.states)
+            while True:
+                fleet.wait(1.0)
+                now = sum(s.updates for s in fleet.states)
+                if now != seen:
+                    seen = now
+                    con.print(view())
+        with Live(console=con, auto_refresh=False, screen=False) as live:
+            while True:
+                live.update(view(), refresh=True)
+                fleet.wait(1.0)
+    finally:
+        fleet.stop()
 
 
 def run(c: Client, args: argparse.Namespace) -> int:
+    if len(args.targets) > 1:
+        return run_fleet(args)
     from rich.live import Live
     from rich.text import Text
 

@@ -1,0 +1,66 @@
+"""Several agents in one `iopulse top`: two daemons on two sockets in one live table in a
+pseudo-terminal; stopping one shows it as down while the other keeps updating."""
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from grpc_testlib import CLIENT_SRC
+
+
+def _read(master: int, seconds: float) -> bytes:
+    out = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                out += os.read(master, 65536)
+            except OSError:
+                break
+    return out
+
+
+def _seqs(text: str, target: str) -> list[int]:
+    return [int(m) for m in re.findall(re.escape(target) + r": up, seq (\d+)", text)]
+
+
+def test_top_over_two_daemons_survives_one_going_away(daemon):
+    a = daemon("-i", "1s", "--no-sync")
+    b = daemon("-i", "1s", "--no-sync")
+    ta, tb = f"unix:{a.socket}", f"unix:{b.socket}"
+    master, slave = os.openpty()
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="200", LINES="50",
+               PYTHONPATH=CLIENT_SRC)
+    p = subprocess.Popen([sys.executable, "-m", "iopulse", "top", "--target", ta, "--target",
+                          tb, "--merge"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                         close_fds=True)
+    os.close(slave)
+    try:
+        first = _read(master, 4).decode(errors="replace")
+        assert b.stop(signal.SIGTERM) == 0, b.describe()
+        t_down = time.monotonic()
+        later = _read(master, 5).decode(errors="replace")
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        os.close(master)
+    down_at = later.find(f"{tb}: DOWN")
+    after_down = later[down_at:] if down_at >= 0 else ""
+    print(f"\nbefore: {ta} seqs {_seqs(first, ta)}, {tb} seqs {_seqs(first, tb)}; after "
+          f"stopping {tb} ({time.monotonic() - t_down:.1f} s): {ta} seqs {_seqs(after_down, ta)}")
+    assert _seqs(first, ta) and _seqs(first, tb), f"both hosts not on screen: {first[-3000:]!r}"
+    assert "(merged)" in first
+    assert down_at >= 0, f"{tb} never shown as down: {later[-3000:]!r}"
+    seqs = _seqs(after_down, ta)
+    assert len(set(seqs)) >= 2 and max(seqs) > max(_seqs(first, ta)), \
+        f"{ta} stopped updating once {tb} went down: {seqs}"
+    assert rc == 130, "Ctrl-C: exit status 130"
