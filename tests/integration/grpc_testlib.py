@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import sys
 import threading
 import time
@@ -36,15 +37,34 @@ def wait_for(pred, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def tcp_port(d, timeout: float = 5.0) -> int:
-    """The TCP port iopulsed logged ('serving gRPC on tcp port N')."""
+def logged_port(d, pattern: str, timeout: float = 5.0) -> int:
+    """A port iopulsed logged: group 1 of pattern in its stderr."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        m = re.search(r"serving gRPC on tcp port (\d+)", d.stderr_text())
+        m = re.search(pattern, d.stderr_text())
         if m:
             return int(m.group(1))
         time.sleep(0.05)
-    raise AssertionError(f"no TCP port in the daemon's log: {d.describe()}")
+    raise AssertionError(f"no port matching {pattern!r} in the daemon's log: {d.describe()}")
+
+
+def tcp_port(d, timeout: float = 5.0) -> int:
+    """The TCP port iopulsed logged ('serving gRPC on tcp port N')."""
+    return logged_port(d, r"serving gRPC on tcp port (\d+)", timeout)
+
+
+def read_pty(master: int, seconds: float) -> bytes:
+    """Everything a program under a pseudo-terminal writes in the next seconds."""
+    out = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                out += os.read(master, 65536)
+            except OSError:
+                break
+    return out
 
 
 class Collector(threading.Thread):

@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
 import time
 
-from grpc_testlib import CLIENT_SRC
-
-
-def _read(master: int, seconds: float) -> bytes:
-    out = b""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                out += os.read(master, 65536)
-            except OSError:
-                break
-    return out
+from grpc_testlib import CLIENT_SRC, read_pty
 
 
 def _seqs(text: str, target: str) -> list[int]:
@@ -42,10 +28,10 @@ def test_top_over_two_daemons_survives_one_going_away(daemon):
                          close_fds=True)
     os.close(slave)
     try:
-        first = _read(master, 4).decode(errors="replace")
+        first = read_pty(master, 4).decode(errors="replace")
         assert b.stop(signal.SIGTERM) == 0, b.describe()
         t_down = time.monotonic()
-        later = _read(master, 5).decode(errors="replace")
+        later = read_pty(master, 5).decode(errors="replace")
         p.send_signal(signal.SIGINT)
         rc = p.wait(10)
     finally:

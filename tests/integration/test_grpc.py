@@ -4,7 +4,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import time
 import pytest
 
 from grpc_testlib import (CLIENT_SRC, Collector, covered, ios, iopulse, nbytes, rss_kb,
-                          tcp_port, wait_for)
+                          read_pty, tcp_port, wait_for)
 from iopulse_testlib import REPO, run_fio, wait_idle
 
 
@@ -333,14 +332,7 @@ def test_top_renders_in_a_pseudo_terminal(loopdev, daemon):
             name="iop-top", filename=lo.path, rw="randread", bs="4k", ioengine="psync",
             direct=1, size="256M", time_based=True, runtime="4s", rate_iops=200))
         load.start()
-        deadline = time.monotonic() + 6
-        while time.monotonic() < deadline:
-            r, _, _ = select.select([master], [], [], 0.2)
-            if r:
-                try:
-                    screen += os.read(master, 65536)
-                except OSError:
-                    break
+        screen += read_pty(master, 6)
         load.join()
         p.send_signal(signal.SIGINT)
         rc = p.wait(10)

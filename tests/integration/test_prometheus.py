@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -19,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from grpc_testlib import iopulse
+from grpc_testlib import iopulse, logged_port
 from iopulse_testlib import run_fio, wait_idle
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -39,13 +38,7 @@ def _get(url: str, accept: str = "") -> tuple[str, str]:
 
 
 def _metrics_port(d) -> int:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        m = re.search(r"serving Prometheus metrics on \S+ \(port (\d+)\)", d.stderr_text())
-        if m:
-            return int(m.group(1))
-        time.sleep(0.1)
-    raise AssertionError(f"no metrics port logged: {d.describe()}")
+    return logged_port(d, r"serving Prometheus metrics on \S+ \(port (\d+)\)", 10)
 
 
 class Prometheus:
