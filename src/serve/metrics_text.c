@@ -127,7 +127,7 @@ static void histogram(struct out *w, const char *name, const char *labels,
 		fprintf(w->f, "%s_count{%s} %llu\n", name, labels, (unsigned long long)total);
 	if (sum) {
 		fprintf(w->f, "%s_sum{%s} ", name, labels);
-		put_number(w->f, (double)*sum * r->scale, w->o->openmetrics);
+		put_le(w->f, *sum, r->scale, w->o->openmetrics);    /* exact decimal */
 		fputc('\n', w->f);
 	}
 }
