@@ -35,4 +35,4 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 IOPULSED="$PWD/build-asan/iopulsed" \
 	$PY -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
-	tests/integration/test_phases.py
+	tests/integration/test_phases.py tests/integration/test_prometheus.py
