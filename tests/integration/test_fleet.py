@@ -50,3 +50,28 @@ def test_top_over_two_daemons_survives_one_going_away(daemon):
     assert len(set(seqs)) >= 2 and max(seqs) > max(_seqs(first, ta)), \
         f"{ta} stopped updating once {tb} went down: {seqs}"
     assert rc == 130, "Ctrl-C: exit status 130"
+
+
+def test_watch_and_snapshot_over_several_daemons(daemon, tmp_path):
+    import json
+    a = daemon("-i", "1s", "--no-sync")
+    b = daemon("-i", "1s", "--no-sync")
+    ta, tb, gone = f"unix:{a.socket}", f"unix:{b.socket}", f"unix:{tmp_path}/gone.sock"
+    env = dict(os.environ, PYTHONPATH=CLIENT_SRC)
+    w = subprocess.run([sys.executable, "-m", "iopulse", "watch", "--target", ta, "--target", tb,
+                        "--count", "6"], capture_output=True, text=True, env=env, timeout=60)
+    assert w.returncode == 0, w.stderr
+    lines = [json.loads(x) for x in w.stdout.splitlines()]
+    print(f"\nwatch: {[(x['target'][-8:], x.get('seq')) for x in lines]}")
+    assert len(lines) == 6 and {x["target"] for x in lines} == {ta, tb}
+    for t in (ta, tb):
+        seqs = [x["seq"] for x in lines if x["target"] == t]
+        assert seqs == sorted(seqs), f"{t}: Updates out of order {seqs}"
+    s = subprocess.run([sys.executable, "-m", "iopulse", "snapshot", "--json", "--target", ta,
+                        "--target", tb, "--target", gone], capture_output=True, text=True,
+                       env=env, timeout=60)
+    got = {x["target"]: x for x in map(json.loads, s.stdout.splitlines())}
+    print(f"snapshot exit {s.returncode}: {sorted((t[-8:], 'seq' in x) for t, x in got.items())}")
+    assert s.returncode == 1, "a daemon that cannot be reached makes the exit status 1"
+    assert got[ta]["seq"] >= 1 and got[tb]["seq"] >= 1
+    assert "no such socket" in got[gone]["error"]

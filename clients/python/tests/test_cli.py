@@ -96,6 +96,26 @@ def test_bad_env_target_names_the_variable(monkeypatch, capsys):
     assert "argument --target: expected unix:/PATH" in capsys.readouterr().err
 
 
+def test_targets_file(tmp_path, capsys):
+    f = tmp_path / "nodes.txt"
+    f.write_text("# OSD nodes\nnode1:9000\n\nunix:///tmp/b.sock   # local\n")
+    a = parse_args(["top", "--target", "node0:9000", "--targets-file", str(f)])
+    assert a.targets == ["node0:9000", "node1:9000", "unix:/tmp/b.sock"]
+    assert parse_args(["--targets-file", str(f), "snapshot"]).targets[0] == "node1:9000"
+    with pytest.raises(SystemExit) as e:
+        parse_args(["info", "--targets-file", str(f)])
+    assert e.value.code == 2
+    assert "info takes one --target (several: record, snapshot, top, watch)" in \
+        capsys.readouterr().err
+    f.write_text("node1:9000\nhttp://node2\n")
+    with pytest.raises(SystemExit):
+        parse_args(["top", "--targets-file", str(f)])
+    assert f"{f}:2: 'http://node2' is not a daemon address" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args(["top", "--targets-file", str(tmp_path / "missing.txt")])
+    assert "missing.txt: No such file or directory" in capsys.readouterr().err
+
+
 def test_missing_socket_fails_at_once_with_a_hint(sockdir):
     sock = sockdir / "none.sock"
     for argv in (["info"], ["watch"], ["mark", "x"], ["top"]):

@@ -3,6 +3,7 @@ one table across hosts. A host that goes away is shown as down and reconnected i
 background; it never holds up the others."""
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -32,9 +33,15 @@ class Fleet:
     """Subscribes to every target in a thread of its own; reconnects after failures."""
 
     def __init__(self, targets: Sequence[str], interval_multiple: int = 1,
-                 connect_deadline: float = 2.0, retry_s: float = 1.0) -> None:
+                 connect_deadline: float = 2.0, retry_s: float = 1.0,
+                 events: Optional["queue.Queue[tuple[HostState, Optional[Update]]]"] = None,
+                 **subscribe: Any) -> None:
+        """events: where every Update goes as (state, update), and (state, None) when a host
+        goes down; subscribe: more Subscribe arguments (devices, threads, replay_seconds)."""
         self.states = [HostState(t) for t in targets]
         self.changed = threading.Condition()
+        self.events = events
+        self._subscribe = subscribe
         self._stop = threading.Event()
         self._multiple = interval_multiple
         self._deadline = connect_deadline
@@ -60,18 +67,23 @@ class Fleet:
             try:
                 with Client(s.target, connect_deadline=self._deadline) as c:
                     s.host = c.info().hostname or s.target
-                    with c.subscribe(interval_multiple=self._multiple) as sub:
+                    with c.subscribe(interval_multiple=self._multiple, **self._subscribe) as sub:
                         for u in sub:
                             s.update, s.up, s.error, s.down_since = u, True, "", None
                             s.updates += 1
+                            if self.events is not None:
+                                self.events.put((s, u))
                             self._note()
                             if self._stop.is_set():
                                 return
                 raise IopulseError("the daemon ended the stream")
             except IopulseError as e:
-                if s.up or s.down_since is None:
+                was_up = s.up or s.down_since is None
+                if was_up:
                     s.down_since = time.time()
                 s.up, s.error = False, str(e)
+                if was_up and self.events is not None:
+                    self.events.put((s, None))
                 self._note()
             self._stop.wait(self._retry_s)
 
@@ -143,7 +155,7 @@ def merged_row(fleet: Fleet, globs: Sequence[str] = ()) -> Optional[DeviceRow]:
 
 
 def render_fleet(fleet: Fleet, what: str, globs: Sequence[str] = (), sort: str = "iops",
-                 nthreads: int = 10, merge: bool = False) -> Any:
+                 nthreads: int = 10, merge: bool = False, live: bool = True) -> Any:
     """The hosts' states, one device table across hosts (and the merged row), the busiest
     sync threads of all hosts."""
     from rich.console import Group
@@ -157,6 +169,8 @@ def render_fleet(fleet: Fleet, what: str, globs: Sequence[str] = (), sort: str =
         if s.up and s.update:
             lines.append(f"{names[s.target]}: up, seq {s.update.seq}, window "
                          f"{s.update.duration_s:.2f}s")
+        elif s.error and not live:
+            lines.append(f"{names[s.target]}: DOWN ({s.error})")
         elif s.error:
             since = time.strftime("%H:%M:%S", time.localtime(s.down_since or now))
             lines.append(f"{names[s.target]}: DOWN since {since} ({s.error}); retrying")

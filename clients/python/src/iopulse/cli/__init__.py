@@ -26,7 +26,7 @@ from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_US
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
                                    for m in (info, snapshot, top, watch, mark, record, report, compare,
                                              phases, export, plot)}
-MULTI_TARGET = {"record", "top"}     # commands that take --target more than once
+MULTI_TARGET = {"record", "top", "watch", "snapshot"}   # take --target more than once
 
 EXAMPLES = """examples:
   iopulse top                                  live per-device table from the local daemon
@@ -44,7 +44,8 @@ Options before the command (--target, --timeout, --connect-timeout) may also fol
 Exit status: 0 ok, 1 the daemon failed or cannot be reached, 2 usage error, 130 Ctrl-C.""" % DEFAULT_TARGET
 
 
-GLOBAL_DEFAULTS = {"target": None, "connect_timeout": 10.0, "timeout": 10.0}
+GLOBAL_DEFAULTS = {"target": None, "targets_file": None, "connect_timeout": 10.0,
+                   "timeout": 10.0}
 
 
 def _global_options() -> argparse.ArgumentParser:
@@ -57,6 +58,9 @@ def _global_options() -> argparse.ArgumentParser:
                    help="daemon address: unix:/PATH, unix:///PATH, /PATH or HOST:PORT "
                         f"(default: ${ENV_TARGET}, else {DEFAULT_TARGET}); record takes "
                         "several (and a comma-separated list in the variable)")
+    o.add_argument("--targets-file", default=argparse.SUPPRESS, metavar="FILE",
+                   help="more targets, one per line (# comments); top, watch, snapshot and "
+                        "record take several")
     o.add_argument("--connect-timeout", type=seconds, default=argparse.SUPPRESS, metavar="S",
                    help="keep retrying a daemon that is starting or restarting this long "
                         "(default 10); a missing or forbidden socket fails at once")
@@ -84,9 +88,31 @@ def _command_of(argv: list[str]) -> Optional[str]:
     """The command word of argv (global options and their values skipped)."""
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
-        takes_value = argv[i] in ("--target", "--connect-timeout", "--timeout")
+        takes_value = argv[i] in ("--target", "--targets-file", "--connect-timeout", "--timeout")
         i += 2 if takes_value else 1
     return argv[i] if i < len(argv) else None
+
+
+def _targets_from_file(p: argparse.ArgumentParser, path: str) -> list[str]:
+    """Targets one per line; blank lines and # comments skipped; a bad line is a usage error
+    naming the file and line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        p.error(f"--targets-file {path}: {e.strerror or e}")
+    out = []
+    for n, line in enumerate(lines, 1):
+        t = line.split("#", 1)[0].strip()
+        if not t:
+            continue
+        try:
+            out.append(parse_target(t))
+        except BadTarget as e:
+            p.error(f"{path}:{n}: {t!r} is not a daemon address: {e.reason}")
+    if not out:
+        p.error(f"--targets-file {path}: no targets in it")
+    return out
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -122,6 +148,8 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         p.error("mark: --id names the begin that an --end closes; a begin gets its id from "
                 "the daemon")
     targets = args.target
+    if args.targets_file:
+        targets = (targets or []) + _targets_from_file(p, args.targets_file)
     args.target_given = targets is not None
     if targets is None:
         env = os.environ.get(ENV_TARGET)

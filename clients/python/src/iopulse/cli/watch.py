@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import queue
+from typing import Any
 
 from ..client import Client
 from .common import EXIT_OK, int_at_least, print_json
@@ -14,7 +16,9 @@ EXAMPLES = """examples:
   iopulse watch --thread 'bstore_*' --interval-multiple 10 | jq .threads
 
 Each line is one Update as a JSON object: its window, per-device counters and sparse
-histograms, sync threads, phase marks and drops (the same fields as iopulse snapshot --json)."""
+histograms, sync threads, phase marks and drops (the same fields as iopulse snapshot --json).
+With several --target, lines of all daemons interleave as they arrive, each with "target" and
+"host"; a daemon that goes away gives {"target", "host", "down": reason} and is reconnected."""
 CONNECTS = True
 
 
@@ -34,7 +38,34 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                    help="stop after N Updates")
 
 
+def run_fleet(args: argparse.Namespace) -> int:
+    """Several daemons: their Updates interleaved as they come, each with its target and host;
+    a daemon that goes away gives one line {"target", "host", "down": reason} and is
+    reconnected."""
+    from ..fleet import Fleet
+
+    events: "queue.Queue[Any]" = queue.Queue()
+    fleet = Fleet(args.targets, args.interval_multiple, events=events, devices=args.device,
+                  threads=args.thread, replay_seconds=args.replay).start()
+    n = 0
+    try:
+        while True:
+            s, u = events.get()
+            names = fleet.host_names()
+            if u is None:
+                print_json({"target": s.target, "host": names[s.target], "down": s.error})
+                continue
+            print_json({"target": s.target, "host": names[s.target], **u.to_dict()})
+            n += 1
+            if args.count is not None and n >= args.count:
+                return EXIT_OK
+    finally:
+        fleet.stop()
+
+
 def run(c: Client, args: argparse.Namespace) -> int:
+    if len(args.targets) > 1:
+        return run_fleet(args)
     with c.subscribe(interval_multiple=args.interval_multiple, devices=args.device,
                      threads=args.thread, replay_seconds=args.replay) as sub:
         for n, u in enumerate(sub, 1):
