@@ -390,10 +390,11 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	sigaddset(&mask, SIGPIPE);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL))
 		return 1;
-	if (pipeline_start(&pl, cfg))
+	/* listeners first: an address in use or unresolvable fails before any probe attaches */
+	if (serving_start(cfg))
 		return 1;
-	if (serving_start(cfg)) {
-		pipeline_stop(&pl);
+	if (pipeline_start(&pl, cfg)) {
+		serving_stop();
 		return 1;
 	}
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);

@@ -235,13 +235,15 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 			o->ov.socket = optarg;
 			break;
 		case OPT_TCP:
-			if (!strrchr(optarg, ':') || !strrchr(optarg, ':')[1])
-				r = bad("--tcp", optarg, "expected HOST:PORT, e.g. 127.0.0.1:7073");
+			if (!config_listen_valid(optarg))
+				r = bad("--tcp", optarg, "expected HOST:PORT with a port 0..65535, e.g. "
+					"127.0.0.1:7073");
 			o->ov.tcp = optarg;
 			break;
 		case OPT_METRICS:
-			if (!strrchr(optarg, ':') || !strrchr(optarg, ':')[1])
-				r = bad("--metrics", optarg, "expected HOST:PORT, e.g. 127.0.0.1:9873");
+			if (!config_listen_valid(optarg))
+				r = bad("--metrics", optarg, "expected HOST:PORT with a port 0..65535, e.g. "
+					"127.0.0.1:9873");
 			o->ov.metrics = optarg;
 			break;
 		case OPT_NO_SERVER: o->ov.server_enabled = 0; break;

@@ -495,6 +495,7 @@ static int prepare_unix(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)], *slash;
+	struct stat st;
 	int fd, r;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -512,8 +513,14 @@ static int prepare_unix(const char *path, char *err, size_t errlen)
 			return r;
 		}
 	}
-	if (access(path, F_OK) != 0)
+	if (lstat(path, &st) != 0)
 		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		/* only a stale socket is ours to remove, never a file someone put there */
+		snprintf(err, errlen, "server.socket %s exists and is not a socket; remove it or "
+			 "choose another path", path);
+		return -EEXIST;
+	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -577,8 +584,8 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		     char *err, size_t errlen)
 {
 	struct rpc_server *s;
-	grpc_arg args[2];
-	grpc_channel_args ch = { .num_args = 2, .args = args };
+	grpc_arg args[3];
+	grpc_channel_args ch = { .num_args = 3, .args = args };
 	char addr[sizeof(s->unix_path) + 8];
 	int r = 0, m, port;
 
@@ -593,6 +600,9 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 			      .value.integer = 30000 };
 	args[1] = (grpc_arg){ .type = GRPC_ARG_INTEGER,
 			      .key = GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, .value.integer = 1 };
+	/* a second daemon must not bind the same TCP port and split the clients */
+	args[2] = (grpc_arg){ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ALLOW_REUSEPORT,
+			      .value.integer = 0 };
 	s->server = grpc_server_create(&ch, NULL);
 	s->cq = grpc_completion_queue_create_for_next(NULL);
 	grpc_server_register_completion_queue(s->server, s->cq, NULL);
@@ -619,6 +629,12 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		port = add_port(s, o->tcp, err, errlen);
 		if (port < 0) {
 			r = port;
+			/* the unix listener exists: gRPC core destroys a server with listeners only
+			 * after a shutdown, and shuts down only a started server */
+			if (s->unix_path[0]) {
+				grpc_server_start(s->server);
+				goto fail_started;
+			}
 			goto fail;
 		}
 		s->tcp_port = port;

@@ -545,11 +545,22 @@ static int load_mode(struct loader *ld, const yaml_node_t *n, const char *key, u
 }
 
 /* A group name (checked when the socket is made) or a TCP listen address; "" for none. */
+bool config_listen_valid(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	size_t digits;
+
+	if (!colon || colon == s || !colon[1])
+		return false;
+	digits = strspn(colon + 1, "0123456789");
+	return digits == strlen(colon + 1) && digits <= 5 && atoi(colon + 1) <= 65535;
+}
+
 static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,
 		     bool listen)
 {
 	char buf[48];
-	const char *s, *colon;
+	const char *s;
 	int r;
 
 	if (n->type == YAML_SCALAR_NODE && !is_plain(n) && n->data.scalar.length == 0) {
@@ -561,9 +572,7 @@ static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, c
 			return r;
 	}
 	if (listen && *s) {
-		colon = strrchr(s, ':');
-		if (!colon || colon == s || !colon[1] || strspn(colon + 1, "0123456789") !=
-		    strlen(colon + 1) || atoi(colon + 1) > 65535)
+		if (!config_listen_valid(s))
 			return fail(ld, n, key, "'%s' is not a listen address (host:port, e.g. "
 				    "\"0.0.0.0:7073\", \"[::]:7073\", \"127.0.0.1:0\")",
 				    shown(n, buf, sizeof(buf)));

@@ -24,6 +24,9 @@ struct iop_strlist {
 	size_t n;
 };
 
+/* "host:port" with a port 0..65535 (server.tcp, metrics.listen, --tcp, --metrics). */
+bool config_listen_valid(const char *s);
+
 /* A copy of src (0 or -ENOMEM), and freeing one. */
 int iop_strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src);
 void iop_strlist_free(struct iop_strlist *l);

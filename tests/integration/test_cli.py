@@ -290,3 +290,56 @@ def test_log_levels_reach_the_journal(daemon_bin, tmp_path):
                        text=True, env=env, timeout=30)
     assert r.returncode == 0
     assert all(ln.startswith("iopulsed: ") for ln in r.stderr.splitlines()), r.stderr
+
+
+def test_tcp_listener_that_cannot_start_is_an_error_not_an_abort(daemon_bin, tmp_path):
+    """A TCP address in use, unresolvable or out of range: one line, exit 1 (2 for a bad
+    flag), the unix socket removed, no probe attached first; no second daemon on a port in
+    use (no SO_REUSEPORT)."""
+    import os
+    import socket
+    cfg = str(REPO / "etc" / "iopulse.yaml")
+    sock = str(tmp_path / "d.sock")
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    port = held.getsockname()[1]
+    try:
+        for addr, code, msg in ((f"127.0.0.1:{port}", 1, f"cannot listen on 127.0.0.1:{port}"),
+                                ("nosuchhost.invalid:7073", 1, "cannot listen on nosuchhost"),
+                                ("127.0.0.1:99999", 2, "with a port 0..65535")):
+            r = run([daemon_bin, "-c", cfg, "--no-sync", "-d", "2s", "--socket", sock,
+                     "--tcp", addr])
+            assert r.returncode == code, f"{addr}: exit {r.returncode}: {r.stderr}"
+            assert msg in r.stderr
+            assert "probes attached" not in r.stderr
+            assert not os.path.exists(sock), f"{addr}: socket left behind"
+    finally:
+        held.close()
+    # a port one daemon serves cannot be taken by a second
+    first = subprocess.Popen([daemon_bin, "-c", cfg, "--no-sync", "--socket", sock, "--tcp",
+                              "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        line = ""
+        deadline = time.monotonic() + 20
+        while "tcp port" not in line and time.monotonic() < deadline:
+            line = first.stderr.readline()
+        port = int(re.search(r"tcp port (\d+)", line).group(1))
+        r = run([daemon_bin, "-c", cfg, "--no-sync", "-d", "2s", "--socket",
+                 str(tmp_path / "e.sock"), "--tcp", f"127.0.0.1:{port}"])
+        assert r.returncode == 1 and "cannot listen" in r.stderr, r.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(20) == 0
+
+
+def test_socket_path_never_removes_a_file_that_is_not_a_socket(daemon_bin, tmp_path):
+    """--socket on a regular file: refused with exit 1, the file left as it was."""
+    cfg = str(REPO / "etc" / "iopulse.yaml")
+    f = tmp_path / "important.txt"
+    f.write_text("keep me\n")
+    r = run([daemon_bin, "-c", cfg, "--no-sync", "-d", "1s", "--socket", str(f)])
+    assert r.returncode == 1, r.stderr
+    assert "exists and is not a socket" in r.stderr
+    assert f.read_text() == "keep me\n"
