@@ -298,10 +298,13 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	for (i = 0; i < IOP_SYNC_MAX; i++)
 		dcalls += v->calls[i] - p->calls[i];
 	p->idle = dcalls == 0;
-	for (j = 0; j < nb; j++) {
-		t->merged[j] = 0;
-		for (kd = 0; kd < IOP_SYNC_MAX; kd++)
-			t->merged[j] += buckets[kd * nb + j];
+	/* an entry without calls since the last read has the buckets we keep already */
+	if (dcalls || reset) {
+		for (j = 0; j < nb; j++) {
+			t->merged[j] = 0;
+			for (kd = 0; kd < IOP_SYNC_MAX; kd++)
+				t->merged[j] += buckets[kd * nb + j];
+		}
 	}
 	if (dcalls && thread_selected(c, v->comm)) {
 		if (ensure_out(t, *count + 1))
@@ -340,7 +343,7 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 				      &o->kind_lat[kd]))
 				return -ENOMEM;
 		(*count)++;
-	} else {
+	} else if (dcalls || reset) {
 		for (j = 0; j < nb; j++)
 			p->hist[j] = (uint32_t)t->merged[j];
 		for (j = 0; j < IOP_SYNC_MAX * nb; j++)
