@@ -31,7 +31,7 @@ static const char usage_text[] =
 	"  -j, --json               print one JSON object per interval (docs/json-output.md)\n"
 	"      --json-buckets       with --json, also print each histogram's buckets\n"
 	"  -d, --duration DUR       exit 0 after DUR (the last interval is printed)\n"
-	"      --precision K        histogram precision 2..7 (default 5: error <= 1.6%%)\n"
+	"      --precision K        histogram precision 2..7 (default 5: error <= 1.6%)\n"
 	"      --devices GLOBS      only these devices, comma-separated globs (sd*,nvme0n1)\n"
 	"      --exclude GLOBS      never these devices\n"
 	"      --no-rollup          report partitions apart from their disk\n"

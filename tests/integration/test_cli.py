@@ -44,8 +44,9 @@ def test_help(daemon_bin):
     r = run([daemon_bin, "--help"])
     assert r.returncode == 0
     assert "Examples" in r.stdout
-    for flag in ("--json", "--check-config", "--devices", "--precision"):
+    for flag in ("--json", "--check-config", "--devices", "--precision", "--metrics"):
         assert flag in r.stdout, f"{flag} missing from --help"
+    assert "error <= 1.6%)" in r.stdout and "%%" not in r.stdout
 
 
 def test_unknown_flag(daemon_bin):
