@@ -2,6 +2,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <unistd.h>
+#include <grp.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -571,6 +574,8 @@ static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, c
 		if (r < 0)
 			return r;
 	}
+	if (!listen && *s && !getgrnam(s))
+		return fail(ld, n, key, "no group named '%s' on this host", s);
 	if (listen && *s) {
 		if (!config_listen_valid(s))
 			return fail(ld, n, key, "'%s' is not a listen address (host:port, e.g. "
@@ -760,17 +765,24 @@ static int open_config(const char *path, FILE **out)
 {
 	struct stat st;
 	FILE *f;
-	int r = 0;
+	int fd, r = 0;
 
-	f = fopen(path, "re");
-	if (!f)
+	/* O_NONBLOCK: a FIFO at the path must not hang the loader until someone writes */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
 		return -errno;
-	if (fstat(fileno(f), &st) < 0)
+	if (fstat(fd, &st) < 0)
 		r = -errno;
 	else if (S_ISDIR(st.st_mode))
 		r = -EISDIR;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else if (fcntl(fd, F_SETFL, 0) < 0)
+		r = -errno;
+	if (r == 0 && !(f = fdopen(fd, "r")))
+		r = -errno;
 	if (r < 0) {
-		fclose(f);
+		close(fd);
 		return r;
 	}
 	*out = f;
@@ -787,7 +799,8 @@ int config_load(struct iop_config *c, const char *path, char *err, size_t errlen
 
 	r = open_config(path, &f);
 	if (r < 0) {
-		snprintf(ld.err, ld.errlen, "%s: cannot open: %s", path, strerror(-r));
+		snprintf(ld.err, ld.errlen, "%s: cannot open: %s", path,
+			 r == -EINVAL ? "not a regular file" : strerror(-r));
 		one_line(ld.err);
 		return r;
 	}
@@ -797,6 +810,13 @@ int config_load(struct iop_config *c, const char *path, char *err, size_t errlen
 	fclose(f);
 	if (r == -ENOMEM)
 		snprintf(ld.err, ld.errlen, "%s: out of memory", path);
+	/* keys that are right alone but not together */
+	if (r == 0 && tmp.server_ring_ms < tmp.interval_ms) {
+		snprintf(ld.err, ld.errlen, "%s: key 'server.ring': %llu ms is shorter than one "
+			 "interval (%llu ms)", path, (unsigned long long)tmp.server_ring_ms,
+			 (unsigned long long)tmp.interval_ms);
+		r = -EINVAL;
+	}
 	if (r < 0) {
 		config_release(&tmp);
 		return r;

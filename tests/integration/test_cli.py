@@ -344,3 +344,24 @@ def test_socket_path_never_removes_a_file_that_is_not_a_socket(daemon_bin, tmp_p
     assert r.returncode == 1, r.stderr
     assert "exists and is not a socket" in r.stderr
     assert f.read_text() == "keep me\n"
+
+
+def test_check_config_refuses_what_the_daemon_would(daemon_bin, tmp_path):
+    """--check-config now refuses what starting would: a ring shorter than the interval, a
+    socket group that does not exist; a FIFO as the config is refused at once, not waited on."""
+    import os
+    cases = {"ring.yaml": ("interval: 2s\nserver:\n  ring: 1s\n",
+                           "key 'server.ring': 1000 ms is shorter than one interval (2000 ms)"),
+             "group.yaml": ("server:\n  socket_group: nosuchgroup\n",
+                            "key 'server.socket_group': no group named 'nosuchgroup'")}
+    for name, (text, msg) in cases.items():
+        f = tmp_path / name
+        f.write_text(text)
+        r = run([daemon_bin, "--check-config", str(f)])
+        assert r.returncode == 2 and msg in r.stderr, (name, r.returncode, r.stderr)
+    fifo = str(tmp_path / "fifo.yaml")
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    r = run([daemon_bin, "--check-config", fifo], timeout=10)
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 5

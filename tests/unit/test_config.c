@@ -175,7 +175,7 @@ START_TEST(test_full_file)
 		"  enabled: false\n"
 		"  socket: /run/x/i.sock\n"
 		"  socket_mode: \"0640\"\n"
-		"  socket_group: ceph\n"
+		"  socket_group: daemon\n"
 		"  tcp: \"[::]:7073\"\n"
 		"  ring: 20m\n"
 		"  mark_rate: 200\n", err, sizeof(err)) == 0, "%s", err);
@@ -196,7 +196,7 @@ START_TEST(test_full_file)
 	ck_assert(!c.server_enabled);
 	ck_assert_str_eq(c.server_socket, "/run/x/i.sock");
 	ck_assert_uint_eq(c.server_socket_mode, 0640);
-	ck_assert_str_eq(c.server_socket_group, "ceph");
+	ck_assert_str_eq(c.server_socket_group, "daemon");
 	ck_assert_str_eq(c.server_tcp, "[::]:7073");
 	ck_assert_uint_eq(c.server_ring_ms, 1200000);
 	ck_assert_uint_eq(c.server_mark_rate, 200);
@@ -310,6 +310,10 @@ static const struct bad_case bad_cases[] = {
 	{ "server:\n  socket_mode: \"0999\"\n", "2:16", "server.socket_mode",
 	  "is not an octal file mode" },
 	{ "server:\n  socket_mode: rw\n", "2:16", "server.socket_mode", "is not an octal file mode" },
+	{ "server:\n  socket_group: nosuchgroup\n", "2:17", "server.socket_group",
+	  "no group named 'nosuchgroup' on this host" },
+	{ "metrics:\n  listen: \"127.0.0.1:99999\"\n", "2:11", "metrics.listen",
+	  "is not a listen address" },
 	{ "server:\n  tcp: localhost\n", "2:8", "server.tcp", "is not a listen address" },
 	{ "server:\n  tcp: \"host:99999\"\n", "2:8", "server.tcp", "is not a listen address" },
 	{ "server:\n  socket: relative.sock\n", "2:11", "server.socket", "is not an absolute path" },
