@@ -17,6 +17,7 @@
 
 #include "iopulse.pb-c.h"
 #include "log.h"
+#include "metrics_pb.h"
 #include "metrics_text.h"
 
 struct metrics_server {
@@ -65,9 +66,12 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned int status, const
 	return b ? reply(c, status, "text/plain; charset=utf-8", b, strlen(b)) : MHD_NO;
 }
 
-/* The body of one scrape, or NULL with *status and *msg saying why. */
-static char *scrape(struct metrics_server *s, bool om, size_t *len, const char **msg)
+enum format { F_TEXT, F_OPENMETRICS, F_PROTOBUF };
+
+/* The body of one scrape, or NULL with *msg saying why. */
+static char *scrape(struct metrics_server *s, enum format fmt, size_t *len, const char **msg)
 {
+	bool om = fmt == F_OPENMETRICS;
 	struct metrics_opts o = { .precision = s->precision, .threads = &s->threads,
 				  .max_threads = s->max_threads, .openmetrics = om, .host = s->host };
 	struct metrics_health h;
@@ -90,8 +94,12 @@ static char *scrape(struct metrics_server *s, bool om, size_t *len, const char *
 	h.last_scrape_s = s->last_scrape_s;
 	h.scrapes = s->scrapes;
 	pthread_mutex_unlock(&s->lock);
-	f = u ? open_memstream(&body, len) : NULL;
-	if (f) {
+	if (u && fmt == F_PROTOBUF) {
+		uint8_t *b = NULL;
+
+		if (metrics_render_pb(&b, len, u, info, &o, &h, &omitted) == 0)
+			body = (char *)b;
+	} else if (u && (f = open_memstream(&body, len))) {
 		r = metrics_render(f, u, info, &o, &h, &omitted);
 		if (fclose(f) || r) {
 			free(body);
@@ -120,7 +128,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	const char *accept, *msg;
 	size_t len = 0;
 	char *body;
-	bool om;
+	enum format fmt;
 
 	(void)version;
 	(void)upload;
@@ -135,11 +143,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (strcmp(url, "/metrics"))
 		return text(c, MHD_HTTP_NOT_FOUND, "iopulsed: the metrics are at /metrics\n");
 	accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-	om = accept && strstr(accept, "application/openmetrics-text");
-	body = scrape(s, om, &len, &msg);
+	/* a scraper that takes the protobuf format wants native histograms: it gets them */
+	if (accept && strstr(accept, "application/vnd.google.protobuf") &&
+	    strstr(accept, "io.prometheus.client.MetricFamily"))
+		fmt = F_PROTOBUF;
+	else if (accept && strstr(accept, "application/openmetrics-text"))
+		fmt = F_OPENMETRICS;
+	else
+		fmt = F_TEXT;
+	body = scrape(s, fmt, &len, &msg);
 	if (!body)
 		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
-	return reply(c, MHD_HTTP_OK, om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
+	return reply(c, MHD_HTTP_OK, fmt == F_PROTOBUF ? METRICS_PB_CONTENT_TYPE :
+		     fmt == F_OPENMETRICS ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
 		     "text/plain; version=0.0.4; charset=utf-8", body, len);
 }
 

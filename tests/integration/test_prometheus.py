@@ -42,7 +42,7 @@ def _metrics_port(d) -> int:
 
 
 class Prometheus:
-    def __init__(self, target: str, workdir: str):
+    def __init__(self, target: str, workdir: str, native: bool):
         self.port = _free_port()
         cfg = os.path.join(workdir, "prometheus.yml")
         with open(cfg, "w") as f:
@@ -51,7 +51,9 @@ class Prometheus:
                     f"    static_configs: [{{targets: ['{target}']}}]\n")
         self.log = open(os.path.join(workdir, "prometheus.log"), "wb")
         argv = [PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={workdir}/data",
-                f"--web.listen-address=127.0.0.1:{self.port}", "--enable-feature=native-histograms"]
+                f"--web.listen-address=127.0.0.1:{self.port}"]
+        if native:      # then it asks for the protobuf exposition and keeps native histograms
+            argv.append("--enable-feature=native-histograms")
         print("+ " + " ".join(argv))
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=self.log,
                                      stdin=subprocess.DEVNULL)
@@ -100,8 +102,8 @@ def prometheus():
     started = []
     work = tempfile.mkdtemp(prefix="iopulse-prom-")
 
-    def start(target: str) -> Prometheus:
-        p = Prometheus(target, work)
+    def start(target: str, native: bool = False) -> Prometheus:
+        p = Prometheus(target, tempfile.mkdtemp(dir=work), native)
         started.append(p)
         return p
     try:
@@ -194,4 +196,44 @@ def test_prometheus_scrapes_exact_counts_and_buckets(loopdev, daemon, prometheus
     print(f"{len(fams)} families, {sum(len(f.samples) for f in fams.values())} samples (text); "
           f"{len(om_fams)} families (OpenMetrics)")
     assert "iopulse_device_service_seconds" in fams and "iopulse_device_ios" in om_fams
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+def test_native_histograms_over_protobuf(loopdev, daemon, prometheus):
+    """Prometheus with native histograms asks for the protobuf exposition and gets native
+    buckets (schema 4): the sample count equals the daemon's, and the p99 it computes is
+    within the stated bound of the daemon's own: one native bucket of interpolation and one of
+    reassignment (2^(2/16) - 1 = 9.05%) plus the daemon's 2^-6 (1.56%)."""
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("-i", "1s", "--devices", lo.name, "--metrics", "127.0.0.1:0")
+    port = _metrics_port(d)
+    ctype, body = _get(f"http://127.0.0.1:{port}/metrics",
+                       "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                       "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3")
+    assert ctype.startswith("application/vnd.google.protobuf; proto=io.prometheus.client."
+                            "MetricFamily; encoding=delimited"), ctype
+    prom = prometheus(f"127.0.0.1:{port}", native=True)
+    run_fio(name="iop-native", filename=lo.path, rw="randread", bs="4k", size="256M", direct=1,
+            ioengine="libaio", iodepth=4, runtime="4s", time_based=True)
+    wait_idle(lo.name)
+    time.sleep(1.2)
+    with iopulse.Client(f"unix:{d.socket}") as c:
+        snap = c.snapshot(devices=[lo.name])
+    t = time.time()
+    prom.wait_scrape_after(t + 0.1)
+    at = time.time()
+    sel = f'device="{lo.name}",op="read"'
+    count = prom.query(f"histogram_count(iopulse_device_service_seconds{{{sel}}})", at)
+    q = prom.query(f"histogram_quantile(0.99, iopulse_device_service_seconds{{{sel}}})", at)
+    classic = prom.query(f"count(iopulse_device_service_seconds_bucket{{{sel}}})", at)
+    h = snap.devices[lo.name].ops["read"].service_ns
+    own = h.percentile(99) / 1e9
+    got = float(q[0]["value"][1])
+    bound = 2 ** (2 / 16) - 1 + 2 ** -6
+    print(f"\nnative: count {count[0]['value'][1]} (daemon {h.count}); p99 Prometheus "
+          f"{got * 1e6:.2f} us, iopulsed {own * 1e6:.2f} us, off {abs(got / own - 1) * 100:.2f}% "
+          f"(bound {bound * 100:.2f}%); classic bucket series stored: {classic}")
+    assert int(float(count[0]["value"][1])) == h.count > 1000
+    assert abs(got / own - 1) <= bound
     assert d.stop(signal.SIGTERM) == 0, d.describe()

@@ -5,7 +5,10 @@
 
 #include "check_main.h"
 #include "hist_math.h"
+#include "exposition.pb-c.h"
+#include "metrics_pb.h"
 #include "metrics_text.h"
+#include <math.h>
 
 #define K 5
 
@@ -159,6 +162,71 @@ START_TEST(test_openmetrics_and_threads)
 }
 END_TEST
 
+/* The protobuf exposition: delimited families; the service histogram's native buckets hold
+ * every daemon bucket's count in the native bucket whose range holds its midpoint. */
+START_TEST(test_protobuf_native)
+{
+	struct metrics_opts o = { .precision = 2, .host = "h" };
+	Io__Prometheus__Client__Histogram *found = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0, at = 0;
+	unsigned int omitted, i, fams = 0;
+
+	ck_assert_int_eq(metrics_render_pb(&buf, &len, &u, NULL, &o, NULL, &omitted), 0);
+	while (at < len) {
+		uint64_t n = 0;
+		int shift = 0;
+		Io__Prometheus__Client__MetricFamily *f;
+
+		do {
+			n |= (uint64_t)(buf[at] & 0x7f) << shift;
+			shift += 7;
+		} while (buf[at++] & 0x80);
+		f = io__prometheus__client__metric_family__unpack(NULL, n, buf + at);
+		ck_assert_ptr_nonnull(f);
+		at += n;
+		fams++;
+		if (!strcmp(f->name, "iopulse_device_ios_total"))
+			ck_assert_int_eq(f->type, IO__PROMETHEUS__CLIENT__METRIC_TYPE__COUNTER);
+		if (!strcmp(f->name, "iopulse_device_service_seconds")) {
+			ck_assert_uint_eq(f->n_metric, 1);       /* reads only */
+			found = f->metric[0]->histogram;
+			f->metric[0]->histogram = NULL;
+		}
+		io__prometheus__client__metric_family__free_unpacked(f, NULL);
+		if (found)
+			break;
+	}
+	ck_assert_uint_gt(fams, 5);
+	ck_assert_ptr_nonnull(found);
+	ck_assert_uint_eq(found->sample_count, 10);
+	ck_assert_int_eq(found->schema, 4);
+	ck_assert_uint_eq(found->zero_count, 0);
+	ck_assert_uint_eq(found->n_bucket, metrics_bucket_count(10, 36, 2) - 1);   /* classic too */
+	for (i = 0; i < 4; i++) {
+		double mid = ((double)iop_hist_lower(idx[i], K) + (double)iop_hist_upper(idx[i], K)) /
+			     2 * 1e-9;
+		int64_t c = 0, b = 0, ok = 0;
+		size_t sp, d = 0;
+
+		if (idx[i] + 1 >= IOP_HIST_NBUCKETS(K))
+			mid = (double)iop_hist_lower(idx[i], K) * 1e-9;
+		for (sp = 0; sp < found->n_positive_span; sp++) {
+			b += found->positive_span[sp]->offset;
+			for (uint32_t j = 0; j < found->positive_span[sp]->length; j++, b++, d++) {
+				c += found->positive_delta[d];
+				if (pow(2, (b - 1) / 16.0) < mid && mid <= pow(2, b / 16.0) &&
+				    c >= (int64_t)cnt[i])
+					ok = 1;
+			}
+		}
+		ck_assert_msg(ok, "daemon bucket %u (mid %g s): no native bucket around it", idx[i], mid);
+	}
+	io__prometheus__client__histogram__free_unpacked(found, NULL);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("metrics");
@@ -168,6 +236,7 @@ int main(void)
 	tcase_add_test(tc, test_edges_are_exact);
 	tcase_add_test(tc, test_bucket_counts_per_precision);
 	tcase_add_test(tc, test_openmetrics_and_threads);
+	tcase_add_test(tc, test_protobuf_native);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
