@@ -390,7 +390,16 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	sigaddset(&mask, SIGPIPE);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL))
 		return 1;
-	/* listeners first: an address in use or unresolvable fails before any probe attaches */
+	/* without the capabilities nothing else is worth trying: say that, not a socket error */
+	{
+		char err[512];
+
+		if (probes_check_caps(err, sizeof(err))) {
+			log_error("%s", err);
+			return 1;
+		}
+	}
+	/* listeners next: an address in use or unresolvable fails before any probe attaches */
 	if (serving_start(cfg))
 		return 1;
 	if (pipeline_start(&pl, cfg)) {

@@ -233,7 +233,7 @@ static bool cap_effective(const struct __user_cap_data_struct *d, int cap)
  * Loading and attaching tracing programs takes CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN,
  * which implies both): root, or the service user with the unit's ambient capabilities.
  */
-static int check_caps(char *err, size_t errlen)
+int probes_check_caps(char *err, size_t errlen)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
@@ -401,7 +401,7 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 	r = btf_compat_detect(&p->compat, err, errlen);
 	if (r)
 		goto fail;
-	r = check_caps(err, errlen);
+	r = probes_check_caps(err, errlen);
 	if (r)
 		goto fail;
 	p->sync_on = o->sync_enabled;

@@ -21,6 +21,10 @@ struct probes_opts {
 
 struct probes;
 
+/* The capabilities loading the programs takes (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN):
+ * 0, or -EPERM with one line naming what is missing. */
+int probes_check_caps(char *err, size_t errlen);
+
 /* Open, load and attach. On error returns -errno and one line in err. */
 int probes_new(struct probes **out, const struct probes_opts *o, char *err, size_t errlen);
 struct probes *probes_free(struct probes *p);

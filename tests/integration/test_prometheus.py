@@ -32,9 +32,10 @@ def _free_port() -> int:
 
 
 def _get(url: str, accept: str = "") -> tuple[str, str]:
+    """Content type and body (binary bodies decoded with replacement: only text is read)."""
     req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     with urllib.request.urlopen(req, timeout=10) as r:
-        return r.headers.get("Content-Type", ""), r.read().decode()
+        return r.headers.get("Content-Type", ""), r.read().decode(errors="replace")
 
 
 def _metrics_port(d) -> int:
@@ -162,9 +163,9 @@ def test_prometheus_scrapes_exact_counts_and_buckets(loopdev, daemon, prometheus
     assert got == truth > 1000
 
     # p99 of service time: Prometheus from the bucket deltas, the daemon from its own buckets
-    off = int(round(t3 - t1))
+    # the two scrapes the counter came from (@ pins each selector to one instant)
     q = (f"histogram_quantile(0.99, sum by (le) (iopulse_device_service_seconds_bucket{{{sel}}}"
-         f" - iopulse_device_service_seconds_bucket{{{sel}}} offset {off}s))")
+         f" @ {t3:.3f} - iopulse_device_service_seconds_bucket{{{sel}}} @ {t1:.3f}))")
     prom_p99 = float(prom.query(q, t3)[0]["value"][1])
     h0 = snap0.devices[lo.name].ops["read"].service_ns
     h1 = snap1.devices[lo.name].ops["read"].service_ns

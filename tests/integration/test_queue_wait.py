@@ -18,6 +18,7 @@ How the first test differs from the obvious "one libaio job, 4k, iodepth 64", an
   service and ~1 ms of queue wait, and fio's clat mean came out within 7-11% of the daemon's.
 """
 import json
+import os
 import signal
 import subprocess
 import statistics
@@ -137,10 +138,21 @@ def test_queue_wait_counted_without_scheduler(loopdev, daemon):
 
 
 
-def _loaded_prog_names():
+def _loaded_prog_names(pid: int) -> list[str]:
+    """Names of the BPF programs the process holds (from its fds), not every program on the
+    machine: another agent may run here too."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            continue
     out = subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
                          text=True).stdout
-    return [p.get("name", "") for p in json.loads(out)]
+    return [p.get("name", "") for p in json.loads(out) if p.get("id") in ids]
 
 
 def test_queue_wait_from_request_setup(loopdev, daemon):
@@ -150,7 +162,7 @@ def test_queue_wait_from_request_setup(loopdev, daemon):
     wait_idle(lo.name)
     d = daemon("--json", "-i", "1s", "--devices", lo.name, "--queue-from", "request",
                "--no-sync")
-    names = _loaded_prog_names()
+    names = _loaded_prog_names(d.pid)
     assert "iop_rq_issue" in names and "iop_rq_complete" in names, names
     assert not any(n.startswith("iop_bio_queue") for n in names), \
         f"bio probe loaded with --queue-from request --no-sync: {names}"
