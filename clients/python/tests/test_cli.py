@@ -144,3 +144,25 @@ def test_mark_name_has_help(capsys):
         main(["mark", "--help"])
     out = capsys.readouterr().out
     assert "NAME" in out and "the phase's name" in out
+
+
+def test_ctrl_c_inside_grpc_wait_is_an_interrupt(monkeypatch, tmp_path):
+    """grpcio 1.51 can turn a Ctrl-C inside its Condition.wait into "cannot release
+    un-acquired lock" raised while the KeyboardInterrupt is handled: exit 130, no traceback;
+    any other RuntimeError still propagates."""
+    from iopulse.cli import COMMANDS
+
+    def interrupted(c, args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("cannot release un-acquired lock")
+
+    def broken(c, args):
+        raise RuntimeError("something else")
+    target = ["--target", f"unix:{tmp_path}/none.sock", "info"]
+    monkeypatch.setattr(COMMANDS["info"], "run", interrupted)
+    assert main(target) == 130
+    monkeypatch.setattr(COMMANDS["info"], "run", broken)
+    with pytest.raises(RuntimeError, match="something else"):
+        main(target)

@@ -181,6 +181,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             return int(mod.run(c, args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except RuntimeError as e:
+        # Ctrl-C inside grpc's Condition.wait can surface as "cannot release un-acquired lock"
+        # while the KeyboardInterrupt is handled (seen with grpcio 1.51): still an interrupt
+        if isinstance(e.__context__, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        raise
     except BrokenPipeError:
         # The reader went away (iopulse watch --json | head): stop quietly, and keep Python
         # from complaining about the unflushable stdout at exit.
