@@ -1,4 +1,8 @@
-/* floor.c - loads floor.bpf.c's empty programs until SIGINT/SIGTERM (benchmark baseline) */
+/*
+ * floor.c - loads the benchmark's baseline programs until SIGINT/SIGTERM:
+ *   block | sync                      floor.bpf.c's empty programs (the cost of attaching)
+ *   bound-request | bound-bio | bound-sync   bound.bpf.c's least-work programs (a cost bound)
+ */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "floor.skel.h"
+#include "bound.skel.h"
 
 static volatile sig_atomic_t stop;
 
@@ -17,16 +22,21 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-int main(int argc, char **argv)
+static void wait_for_signal(const char *mode)
 {
-	struct floor_bpf *skel;
-	int sync = argc > 1 && !strcmp(argv[1], "sync");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	fprintf(stderr, "floor: ready (%s)\n", mode);
+	while (!stop)
+		pause();
+}
 
-	skel = floor_bpf__open();
-	if (!skel) {
-		fprintf(stderr, "floor: open failed: %s\n", strerror(errno));
-		return 1;
-	}
+static int run_floor(int sync)
+{
+	struct floor_bpf *skel = floor_bpf__open();
+
+	if (!skel)
+		return -errno;
 	bpf_program__set_autoload(skel->progs.floor_bio_queue, !sync);
 	bpf_program__set_autoload(skel->progs.floor_rq_insert, !sync);
 	bpf_program__set_autoload(skel->progs.floor_rq_issue, !sync);
@@ -34,15 +44,53 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.floor_enter_fdatasync, sync);
 	bpf_program__set_autoload(skel->progs.floor_exit_fdatasync, sync);
 	if (floor_bpf__load(skel) || floor_bpf__attach(skel)) {
-		fprintf(stderr, "floor: load/attach failed: %s\n", strerror(errno));
 		floor_bpf__destroy(skel);
+		return -errno;
+	}
+	wait_for_signal(sync ? "sync" : "block");
+	floor_bpf__destroy(skel);
+	return 0;
+}
+
+static int run_bound(const char *mode)
+{
+	int sync = !strcmp(mode, "bound-sync"), bio = !strcmp(mode, "bound-bio");
+	struct bound_bpf *skel = bound_bpf__open();
+
+	if (!skel)
+		return -errno;
+	skel->rodata->from_bio = bio;
+	bpf_program__set_autoload(skel->progs.bound_bio_queue, bio);
+	bpf_program__set_autoload(skel->progs.bound_rq_issue, !sync);
+	bpf_program__set_autoload(skel->progs.bound_rq_complete, !sync);
+	bpf_program__set_autoload(skel->progs.bound_enter_fdatasync, sync);
+	bpf_program__set_autoload(skel->progs.bound_exit_fdatasync, sync);
+	if (bound_bpf__load(skel) || bound_bpf__attach(skel)) {
+		bound_bpf__destroy(skel);
+		return -errno;
+	}
+	wait_for_signal(mode);
+	bound_bpf__destroy(skel);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "block";
+	int err;
+
+	if (!strncmp(mode, "bound-", 6) && (!strcmp(mode, "bound-request") ||
+					    !strcmp(mode, "bound-bio") || !strcmp(mode, "bound-sync")))
+		err = run_bound(mode);
+	else if (!strcmp(mode, "block") || !strcmp(mode, "sync"))
+		err = run_floor(!strcmp(mode, "sync"));
+	else {
+		fprintf(stderr, "usage: %s block|sync|bound-request|bound-bio|bound-sync\n", argv[0]);
+		return 2;
+	}
+	if (err) {
+		fprintf(stderr, "floor: %s: load/attach failed: %s\n", mode, strerror(-err));
 		return 1;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	fprintf(stderr, "floor: ready (%s)\n", sync ? "sync" : "block");
-	while (!stop)
-		pause();
-	floor_bpf__destroy(skel);
 	return 0;
 }

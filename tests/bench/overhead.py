@@ -3,8 +3,9 @@
 
 Runs fio on a loop device backed by /dev/shm with no tracer, with iopulsed, with the
 libbpf-tools biolatency -Q -D and biopattern, with a bpftrace tracepoint biolatency, and with
-empty programs on the same tracepoints (the floor), interleaved (none, A, none, B, ...) and
-repeated. Reads the kernel's BPF run-time statistics for ns per event and per IO, and prints
+empty programs on the same tracepoints (the floor) and bound.bpf.c's least-work programs
+(what any design keeping the same histograms spends there), interleaved (none, A, none, B, ...)
+and repeated. Reads the kernel's BPF run-time statistics for ns per event and per IO, and prints
 one table of medians and ratios against the baselines of this same run. Then the sync
 workload (fio psync, fdatasync=1), the daemon's own CPU and RSS with many devices and
 threads, freshness of the --json output, and the map memory a large node would need.
@@ -407,6 +408,8 @@ def run(a):
         Tool("iopulsed --queue-from request --no-sync", [IOPULSED, "--devices", base,
                                                           "--queue-from", "request", "--no-sync"],
              ready=2),
+        Tool("bound: request mode, least work", [FLOOR, "bound-request"], ready=2),
+        Tool("bound: default mode, least work", [FLOOR, "bound-bio"], ready=3),
         Tool("biolatency -Q -D", ["/usr/sbin/biolatency", "-Q", "-D", "60"], ready=3),
         Tool("biopattern", ["/usr/sbin/biopattern", "60"], ready=1),
         Tool("bpftrace biolatency (tp)", ["bpftrace", "-e", BPFTRACE_BIOLAT], ready=2, delay=2),
@@ -439,7 +442,8 @@ def run(a):
                         "baseline_iops_stats_on": base_iops_on, "baseline_iops_stats_off": base_iops_off}
 
     nios = 50000 if a.quick else 200000
-    cpu_tools = [block_tools[0]] + [t for t in block_tools[1:] if t.name != "biopattern"]
+    cpu_tools = [block_tools[0]] + [t for t in block_tools[1:]
+                                    if t.name != "biopattern" and not t.name.startswith("bound")]
     print(f"whole-machine CPU: the same fio, {nios} IOs per run, bpf_stats off", file=sys.stderr)
     cpu = interleave(cpu_tools, lambda t: cpu_round(t, dev, nios), a.repeats)
     none_cpu = median([r["cpu_ns_per_io"] for r in cpu["none"]])
@@ -458,6 +462,7 @@ def run(a):
         Tool("none", None),
         Tool("floor (empty sys_enter/exit_fdatasync)", [FLOOR, "sync"], ready=2),
         Tool("iopulsed (sync tracking)", [IOPULSED, "--devices", base], ready=4),
+        Tool("bound: sync, least work", [FLOOR, "bound-sync"], ready=2),
         Tool("bpftrace fdatasync by tid", ["bpftrace", "-e", BPFTRACE_SYNC], ready=2, delay=2),
     ]
     set_bpf_stats(True)
@@ -473,7 +478,7 @@ def run(a):
 
     nsys = 500000 if a.quick else 2000000
     print(f"syscall slow path: dd bs=1, {2 * nsys} syscalls per run", file=sys.stderr)
-    sys_tools = [sync_tools[0], sync_tools[2], sync_tools[3]]
+    sys_tools = [sync_tools[0], sync_tools[2], sync_tools[4]]
     sysc = interleave(sys_tools, lambda t: syscall_round(t, nsys), a.repeats)
     none_sys = median([r["cpu_ns_per_syscall"] for r in sysc["none"]])
     results["syscalls"] = {"raw": sysc, "rows": [
