@@ -73,6 +73,8 @@ static void publish(struct pipeline *pl, const struct iop_config *c, const struc
 	is.last_seq = hub_last_seq(srv.hub);
 	is.subscribers = hub_subscriber_count(srv.hub);
 	is.ring_seconds = hub_ring_seconds(srv.hub);
+	is.limits = hub_limits(srv.hub);
+	is.ring_bytes = hub_ring_bytes(srv.hub);
 	hub_last_fanout(srv.hub, &is.fanout_ns, &is.fanout_streams);
 	info = info_build(&is);
 	if (info)
@@ -85,6 +87,7 @@ static int serving_start(const struct iop_config *c)
 		.unix_path = c->server_socket, .unix_mode = c->server_socket_mode,
 		.unix_group = c->server_socket_group, .tcp = c->server_tcp,
 	};
+	struct server_limits lim;
 	struct timespec ts;
 	char err[512] = "";
 	int r;
@@ -98,7 +101,14 @@ static int serving_start(const struct iop_config *c)
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	srv.started_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	r = hub_new(&srv.hub, c->interval_ms, c->server_ring_ms, c->server_mark_rate);
+	lim = (struct server_limits){
+		.mark_rate = c->server_mark_rate, .mark_bytes = c->server_mark_bytes,
+		.mark_labels = c->server_mark_labels, .open_phases = c->server_open_phases,
+		.subscribers = c->server_subscribers, .request_bytes = c->server_request_bytes,
+		.ring_mib = c->server_ring_mib,
+	};
+	ro.request_bytes = lim.request_bytes;
+	r = hub_new(&srv.hub, c->interval_ms, c->server_ring_ms, &lim);
 	if (r)
 		return r;
 	if (*c->metrics_listen) {
@@ -334,14 +344,18 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 	if (needs_restart(cfg, &fresh)) {
 		struct pipeline next = { 0 };
 
-		/* flush the old probes' last partial interval, then swap */
-		emit(pl, o, cfg, true);
+		/*
+		 * The new probes attach beside the old ones, which keep counting meanwhile; the
+		 * old ones' last interval ends where the new ones' first begins (no gap).
+		 */
 		r = pipeline_start(&next, &fresh);
 		if (r) {
 			log_error("reload rejected, the new settings could not be applied; keeping the running config");
 			config_release(&fresh);
 			return 0;
 		}
+		aggregator_hand_over(pl->agg, next.agg, &fresh);
+		emit(pl, o, cfg, false);
 		aggregator_set_seq(next.agg, aggregator_seq(pl->agg));
 		pipeline_stop(pl);
 		*pl = next;
@@ -354,6 +368,13 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 	    strcmp(fresh.metrics_listen, cfg->metrics_listen) ||
 	    fresh.metrics_precision != cfg->metrics_precision ||
 	    fresh.metrics_max_threads != cfg->metrics_max_threads ||
+	    fresh.server_mark_rate != cfg->server_mark_rate ||
+	    fresh.server_mark_bytes != cfg->server_mark_bytes ||
+	    fresh.server_mark_labels != cfg->server_mark_labels ||
+	    fresh.server_open_phases != cfg->server_open_phases ||
+	    fresh.server_subscribers != cfg->server_subscribers ||
+	    fresh.server_request_bytes != cfg->server_request_bytes ||
+	    fresh.server_ring_mib != cfg->server_ring_mib ||
 	    (cfg->server_enabled && fresh.interval_ms != cfg->interval_ms))
 		log_warn("server settings take effect when iopulsed restarts (the replay ring "
 			 "keeps its length in intervals)");
@@ -379,7 +400,7 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	struct pipeline pl = { 0 };
 	struct epoll_event ev = { .events = EPOLLIN }, got[4];
 	sigset_t mask;
-	int sfd = -1, tfd = -1, dfd = -1, efd = -1, mfd = -1, rc = 1, n, i;
+	int sfd = -1, tfd = -1, dfd = -1, efd = -1, mfd = -1, rc = 1, n, i, r;
 	bool running = true;
 	uint64_t end_ms = 0;
 
@@ -400,8 +421,9 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 		}
 	}
 	/* listeners next: an address in use or unresolvable fails before any probe attaches */
-	if (serving_start(cfg))
-		return 1;
+	r = serving_start(cfg);
+	if (r)
+		return r == -ENOMEM || r == -EIO ? 1 : 2;  /* else a socket or address unusable */
 	if (pipeline_start(&pl, cfg)) {
 		serving_stop();
 		return 1;

@@ -64,7 +64,8 @@ static const char usage_text[] =
 	"\n"
 	"Signals: SIGINT/SIGTERM print the last interval, detach and exit 0; SIGHUP reloads\n"
 	"the config file (a bad file is rejected and the running config kept).\n"
-	"Exit codes: 0 ok, 1 runtime failure (BPF, permissions, kernel), 2 bad flags or config.\n";
+	"Exit codes: 0 ok, 1 runtime failure (BPF, permissions, kernel), 2 bad flags or config\n"
+	"(including a socket path, address or port that cannot be used).\n";
 
 enum {
 	OPT_CHECK = 256, OPT_PRECISION, OPT_DEVICES, OPT_EXCLUDE, OPT_NO_ROLLUP, OPT_QUEUE_FROM, OPT_THREADS,
@@ -225,7 +226,11 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 		case OPT_NO_SYNC: o->ov.sync_enabled = 0; break;
 		case OPT_MAX_DEVICES: r = parse_u32("--max-devices", optarg, 1, 4096, &o->ov.max_devices); break;
 		case OPT_MAX_THREADS: r = parse_u32("--max-threads", optarg, 16, 1048576, &o->ov.max_threads); break;
-		case OPT_CEPH: o->ov.ceph_osd_dir = optarg; break;
+		case OPT_CEPH:
+			if (optarg[0] != '/')
+				r = bad("--ceph-osd-dir", optarg, "expected an absolute path");
+			o->ov.ceph_osd_dir = optarg;
+			break;
 		case OPT_BPF_STATS: o->ov.bpf_stats = 1; break;
 		case OPT_LOG_LEVEL: r = parse_level(optarg, &o->ov.log_level); break;
 		case OPT_SYSLOG: o->use_syslog = true; break;

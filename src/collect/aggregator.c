@@ -49,6 +49,8 @@ struct aggregator {
 	struct iop_bpf_prog_stat progs[32], progs_prev[32];
 	uint64_t seq;
 	uint64_t last_mono, last_real;
+	struct aggregator *successor;     /* takes over after the next collect's reads */
+	const struct iop_config *successor_cfg;
 };
 
 static uint64_t now_ns(clockid_t clk)
@@ -340,6 +342,62 @@ static void prog_stats(struct aggregator *a, struct iop_interval *iv)
 	iv->progs = a->progs;
 }
 
+/* Which slots the kernel has assigned now (seen), to which devices. */
+static int mark_slots(struct aggregator *a)
+{
+	uint32_t s;
+
+	for (s = 0; s < a->nslots; s++)
+		a->slots[s].seen = false;
+	return probes_for_each_slot(a->probes, note_slot, a);
+}
+
+/* Every assigned slot's counters and histograms: deltas, and the new previous values. */
+static int delta_slots(struct aggregator *a)
+{
+	uint32_t s;
+	int r;
+
+	for (s = 0; s < a->nslots; s++) {
+		if (a->slots[s].used && a->slots[s].seen) {
+			r = slot_delta(a, s);
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Starts the next interval at the maps as they are now, reporting nothing. */
+static int baseline(struct aggregator *a, const struct iop_config *c)
+{
+	struct iop_thread_interval *threads;
+	const volatile uint64_t *g;
+	struct iop_interval iv;
+	uint64_t evicted;
+	size_t nthreads;
+	int r, i;
+
+	sparse_reset(&a->arena);
+	r = delta_slots(a);    /* mark_slots ran just before the predecessor's reads */
+	a->last_mono = now_ns(CLOCK_MONOTONIC);
+	a->last_real = now_ns(CLOCK_REALTIME);
+	g = probes_globals(a->probes);
+	for (i = 0; i < IOP_G_MAX; i++)
+		a->global_prev[i] = g[i];
+	if (!r && a->threads && c->sync_enabled)
+		r = threads_collect(a->threads, c, &threads, &nthreads, &evicted);
+	prog_stats(a, &iv);
+	return r;
+}
+
+void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
+			  const struct iop_config *next_cfg)
+{
+	a->successor = next;
+	a->successor_cfg = next_cfg;
+}
+
 int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
 		       bool final)
 {
@@ -361,13 +419,13 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	r = devices_scan(a->devices);
 	if (r < 0)
 		log_warn("device scan failed: %s", strerror(-r));
-	for (s = 0; s < a->nslots; s++)
-		a->slots[s].seen = false;
-	r = probes_for_each_slot(a->probes, note_slot, a);
+	r = mark_slots(a);
 	if (r)
 		return r;
 	for (s = 0; s < a->nslots; s++)
 		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;
+	if (a->successor)
+		final = false;   /* the successor's probes see the completions from now on */
 	r = inflight_sweep(a->inflight, a->slot_kdev);
 	if (r >= 0 && final) {
 		/* idle devices were stamped just now; a completion seen by BPF takes microseconds */
@@ -379,12 +437,18 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 		log_warn("cannot check the devices' in-flight counts: %s", strerror(-r));
 	else if (r > 0)
 		log_debug("%d request(s) completed without a completion event; counted now", r);
-	for (s = 0; s < a->nslots; s++) {
-		if (a->slots[s].used && a->slots[s].seen) {
-			r = slot_delta(a, s);
-			if (r)
-				return r;
-		}
+	/* a successor's slots are listed first: only map reads lie between its reads and ours */
+	r = a->successor ? mark_slots(a->successor) : 0;
+	r = r ?: delta_slots(a);
+	if (r)
+		return r;
+	if (a->successor) {
+		/* the old maps are read: the new ones start counting for the reports here */
+		r = baseline(a->successor, a->successor_cfg);
+		a->successor = NULL;
+		if (r)
+			log_warn("the new probes' first interval may repeat IO from before the reload: "
+				 "%s", strerror(-r));
 	}
 	r = build_devices(a, c, &iv->ndevs);
 	if (r)

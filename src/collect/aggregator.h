@@ -24,6 +24,16 @@ struct aggregator *aggregator_free(struct aggregator *a);
 int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
 		       bool final);
 
+/*
+ * A reload: next (new probes, already attached beside a's) takes over at a's next collect.
+ * Right after that collect has read a's maps, next reads its own and starts its first
+ * interval there, reporting nothing: IO is counted once, by a up to that instant and by next
+ * from it (only completions in the microseconds between the two reads can be off).
+ * next_cfg: next's configuration (its thread filters).
+ */
+void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
+			  const struct iop_config *next_cfg);
+
 /* Interval sequence numbers: a reload's new aggregator carries on from the old one's. */
 uint64_t aggregator_seq(const struct aggregator *a);
 void aggregator_set_seq(struct aggregator *a, uint64_t seq);

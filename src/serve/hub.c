@@ -38,6 +38,7 @@ struct hub {
 	struct entry *ring;
 	size_t cap, n, head;        /* head: index of the oldest entry */
 	size_t cap_max;             /* marks add intervals: the ring grows up to this */
+	uint64_t bytes, bytes_max;  /* packed Updates held, and server.ring_mib */
 	uint64_t last_seq;
 	pb_update *cum;             /* everything since start */
 	struct phases *phases;
@@ -46,6 +47,7 @@ struct hub {
 	struct hub_msg *info;
 	struct hub_sub *subs;
 	unsigned int nsubs;
+	struct server_limits lim;
 	uint64_t fanout_ns;
 	unsigned int fanout_n;
 };
@@ -95,8 +97,10 @@ static uint64_t now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms, unsigned int mark_rate)
+int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms,
+	    const struct server_limits *lim)
 {
+	unsigned int mark_rate = lim->mark_rate;
 	struct hub *h = calloc(1, sizeof(*h));
 	int r;
 
@@ -114,7 +118,9 @@ int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms, unsigned i
 		hub_free(h);
 		return -ENOMEM;
 	}
-	r = phases_new(&h->phases, mark_rate);
+	h->lim = *lim;
+	h->bytes_max = (uint64_t)(lim->ring_mib ? lim->ring_mib : 1) << 20;
+	r = phases_new(&h->phases, lim);
 	if (r) {
 		hub_free(h);
 		return r;
@@ -226,20 +232,23 @@ static void evict_oldest(struct hub *h)
 		s->next_seq = e->seq + 1;
 	}
 	update_free(u);
+	h->bytes -= e->msg->len;
 	hub_msg_unref(e->msg);
 	memset(e, 0, sizeof(*e));
 	h->head = (h->head + 1) % h->cap;
 	h->n--;
 }
 
-/* Room for one more entry: the oldest leaves once it is older than the ring's span, or when
- * the ring cannot grow. */
-static void make_room(struct hub *h, uint64_t end_mono)
+/* Room for one more entry of len bytes: the oldest leave once older than the ring's span,
+ * while the ring would pass server.ring_mib, or when it cannot grow. */
+static void make_room(struct hub *h, uint64_t end_mono, size_t len)
 {
 	struct entry *grown;
 	size_t cap, i;
 
 	while (h->n && h->ring[h->head].end_mono + h->ring_ms * 1000000ull < end_mono)
+		evict_oldest(h);
+	while (h->n && h->bytes + len > h->bytes_max)
 		evict_oldest(h);
 	if (h->n < h->cap)
 		return;
@@ -271,6 +280,7 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 	r = phases_stamp(h->phases, iv->end_mono_ns, iv->end_realtime_ns, &u->phases, &u->n_phases);
 	if (r)
 		fprintf(stderr, "iopulsed: warning: out of memory answering a phase mark\n");
+	u->phase_marks = u->n_phases;
 	pthread_mutex_lock(&h->lock);
 	m = pack_msg(&u->base);
 	r = m ? 0 : -ENOMEM;
@@ -283,14 +293,16 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 			iopulse__v1__update__init(h->cum);
 		r = h->cum ? 0 : -ENOMEM;
 	}
-	r = r ?: update_merge_into(h->cum, u, NULL);
+	/* the snapshot counts marks but keeps none: they would pile up for the daemon's life */
+	r = r ?: update_merge_into(h->cum, u, &(struct update_filter){ .marks_counted = true });
 	if (m) {
-		make_room(h, u->end_monotonic_ns);
+		make_room(h, u->end_monotonic_ns, m->len);
 		i = (h->head + h->n) % h->cap;
 		h->ring[i].seq = u->seq;
 		h->ring[i].end_mono = u->end_monotonic_ns;
 		h->ring[i].edge = u->n_phases > 0;
 		h->ring[i].msg = m;
+		h->bytes += m->len;
 		h->n++;
 		h->last_seq = u->seq;
 	}
@@ -316,6 +328,21 @@ uint64_t hub_last_seq(struct hub *h)
 
 	pthread_mutex_lock(&h->lock);
 	v = h->last_seq;
+	pthread_mutex_unlock(&h->lock);
+	return v;
+}
+
+struct server_limits hub_limits(const struct hub *h)
+{
+	return h->lim;   /* set once at creation */
+}
+
+uint64_t hub_ring_bytes(struct hub *h)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&h->lock);
+	v = h->bytes;
 	pthread_mutex_unlock(&h->lock);
 	return v;
 }
@@ -438,6 +465,11 @@ int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub 
 	r = copy_strings(&s->f.devices, &s->f.ndevices, q->devices, q->n_devices);
 	r = r ?: copy_strings(&s->f.threads, &s->f.nthreads, q->threads, q->n_threads);
 	pthread_mutex_lock(&h->lock);
+	if (!r && h->nsubs >= h->lim.subscribers) {
+		snprintf(err, errlen, "%u streams are open, the most allowed (server.subscribers)",
+			 h->nsubs);
+		r = -EBUSY;
+	}
 	r = r ?: check_devices(h, q->devices, q->n_devices, err, errlen);
 	if (!r) {
 		s->next_seq = h->last_seq + 1;
@@ -599,8 +631,12 @@ int hub_snapshot(struct hub *h, const uint8_t *req, size_t len, struct hub_msg *
 	}
 	pthread_mutex_unlock(&h->lock);
 	iopulse__v1__snapshot_request__free_unpacked(q, NULL);
-	if (r)
+	/* the marks it lists: the begin marks of the phases open now */
+	r = r ?: phases_open(h->phases, &copy->phases, &copy->n_phases);
+	if (r) {
+		update_free(copy);
 		return r;
+	}
 	*out = pack_msg(&copy->base);
 	update_free(copy);
 	return *out ? 0 : -ENOMEM;

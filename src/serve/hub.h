@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "interval.h"
+#include "server_limits.h"
 
 /* A packed message shared between senders; freed with its last reference. */
 struct hub_msg {
@@ -22,8 +23,9 @@ struct hub;
 struct hub_sub;
 
 /* interval_ms: the daemon's interval; ring_ms: how much history Subscribe can replay;
- * mark_rate: phase marks per second (each one closes an interval). */
-int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms, unsigned int mark_rate);
+ * lim: the subscriber and phase-mark limits (each mark closes an interval). */
+int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms,
+	    const struct server_limits *lim);
 struct hub *hub_free(struct hub *h);
 
 /* ---- the aggregator's side ---- */
@@ -36,6 +38,9 @@ int hub_publish(struct hub *h, const struct iop_interval *iv);
 void hub_set_info(struct hub *h, struct hub_msg *m);
 uint64_t hub_last_seq(struct hub *h);
 unsigned int hub_subscriber_count(struct hub *h);
+struct server_limits hub_limits(const struct hub *h);
+/* Bytes of packed Updates the replay ring holds now. */
+uint64_t hub_ring_bytes(struct hub *h);
 unsigned int hub_ring_seconds(const struct hub *h);
 /* The server's last fan-out: ns to hand a new interval to n streams. */
 void hub_note_fanout(struct hub *h, uint64_t ns, unsigned int n);

@@ -154,6 +154,18 @@ static int fill_config(Iopulse__V1__Info *info, const struct info_src *s)
 	r = r ?: add_config(info, "server.ring", b);
 	snprintf(b, sizeof(b), "%u", c->server_mark_rate);
 	r = r ?: add_config(info, "server.mark_rate", b);
+	snprintf(b, sizeof(b), "%u", c->server_ring_mib);
+	r = r ?: add_config(info, "server.ring_mib", b);
+	snprintf(b, sizeof(b), "%u", c->server_mark_bytes);
+	r = r ?: add_config(info, "server.mark_bytes", b);
+	snprintf(b, sizeof(b), "%u", c->server_mark_labels);
+	r = r ?: add_config(info, "server.mark_labels", b);
+	snprintf(b, sizeof(b), "%u", c->server_open_phases);
+	r = r ?: add_config(info, "server.open_phases", b);
+	snprintf(b, sizeof(b), "%u", c->server_subscribers);
+	r = r ?: add_config(info, "server.subscribers", b);
+	snprintf(b, sizeof(b), "%u", c->server_request_bytes);
+	r = r ?: add_config(info, "server.request_bytes", b);
 	return r;
 }
 
@@ -184,6 +196,7 @@ struct hub_msg *info_build(const struct info_src *s)
 	info->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 	info->interval_ns = s->config->interval_ms * 1000000ull;
 	info->ring_seconds = s->ring_seconds;
+	info->ring_bytes = s->ring_bytes;
 	info->started_realtime_ns = s->started_realtime_ns;
 	info->last_seq = s->last_seq;
 	info->subscribers = s->subscribers;
@@ -191,9 +204,19 @@ struct hub_msg *info_build(const struct info_src *s)
 	info->fanout_streams = s->fanout_streams;
 	info->histogram = malloc(sizeof(*info->histogram));
 	info->cost = malloc(sizeof(*info->cost));
+	info->limits = malloc(sizeof(*info->limits));
 	if (!info->version || !info->kernel || !info->hostname || !info->attach_mode || !info->histogram ||
-	    !info->cost)
+	    !info->cost || !info->limits)
 		goto out;
+	iopulse__v1__server_limits__init(info->limits);
+	info->limits->mark_rate = s->limits.mark_rate;
+	info->limits->mark_bytes = s->limits.mark_bytes;
+	info->limits->mark_labels = s->limits.mark_labels;
+	info->limits->open_phases = s->limits.open_phases;
+	info->limits->subscribers = s->limits.subscribers;
+	info->limits->request_bytes = s->limits.request_bytes;
+	info->limits->ring_seconds = s->ring_seconds;
+	info->limits->ring_mib = s->limits.ring_mib;
 	iopulse__v1__histogram_layout__init(info->histogram);
 	info->histogram->precision = s->hist_k;
 	info->histogram->range_bits = IOP_HIST_RANGE_BITS;

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "devices.h"
 #include "hub.h"
+#include "server_limits.h"
 #include "interval.h"
 #include "iopulse.pb-c.h"
 
@@ -25,6 +26,8 @@ struct info_src {
 	uint64_t last_seq;
 	unsigned int subscribers;
 	unsigned int ring_seconds;
+	struct server_limits limits;
+	uint64_t ring_bytes;  /* in effect (a reload changes them only at restart) */
 	uint64_t fanout_ns;
 	unsigned int fanout_streams;
 	Iopulse__V1__PhaseMark **open_phases;   /* taken by info_build */

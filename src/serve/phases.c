@@ -16,8 +16,6 @@
 #define NAME_MAX_LEN 128
 #define VALUE_MAX_LEN 1024
 #define SESSION_MAX_LEN 64
-#define LABELS_MAX 64
-#define OPEN_MAX 4096
 
 typedef Iopulse__V1__PhaseMark pb_mark;
 
@@ -43,6 +41,7 @@ struct reply {
 struct phases {
 	pthread_mutex_t lock;
 	int efd;
+	struct server_limits lim;
 	unsigned int rate;
 	double tokens;
 	uint64_t refill_ns;
@@ -81,14 +80,15 @@ static void mark_free(pb_mark *m)
 		iopulse__v1__phase_mark__free_unpacked(m, NULL);
 }
 
-int phases_new(struct phases **out, unsigned int rate)
+int phases_new(struct phases **out, const struct server_limits *lim)
 {
 	struct phases *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
 	pthread_mutex_init(&p->lock, NULL);
-	p->rate = rate ? rate : 1;
+	p->lim = *lim;
+	p->rate = lim->mark_rate ? lim->mark_rate : 1;
 	p->tokens = 2.0 * p->rate;
 	p->refill_ns = now_ns(CLOCK_MONOTONIC);
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -190,7 +190,8 @@ static bool printable(const char *s, size_t max)
 	return true;
 }
 
-static int check_request(const Iopulse__V1__MarkPhaseRequest *q, char *err, size_t errlen)
+static int check_request(const struct phases *p, const Iopulse__V1__MarkPhaseRequest *q,
+			 char *err, size_t errlen)
 {
 	size_t i;
 
@@ -205,9 +206,10 @@ static int check_request(const Iopulse__V1__MarkPhaseRequest *q, char *err, size
 			 SESSION_MAX_LEN);
 		return -EINVAL;
 	}
-	if (q->n_labels > LABELS_MAX) {
-		snprintf(err, errlen, "%zu labels: at most %d per mark", q->n_labels, LABELS_MAX);
-		return -EINVAL;
+	if (q->n_labels > p->lim.mark_labels) {
+		snprintf(err, errlen, "%zu labels: at most %u per mark (server.mark_labels)",
+			 q->n_labels, p->lim.mark_labels);
+		return -EBUSY;
 	}
 	for (i = 0; i < q->n_labels; i++) {
 		if (!*q->labels[i]->key || !printable(q->labels[i]->key, NAME_MAX_LEN) ||
@@ -347,23 +349,30 @@ static int add_mark(struct phases *p, pb_mark *pm, ssize_t closes, bool reply)
 int phases_submit(struct phases *p, const uint8_t *req, size_t len, uint64_t *id,
 		  char *err, size_t errlen)
 {
-	Iopulse__V1__MarkPhaseRequest *q = iopulse__v1__mark_phase_request__unpack(NULL, len, req);
+	Iopulse__V1__MarkPhaseRequest *q;
 	ssize_t closes = -1;
 	pb_mark *pm = NULL;
 	int r;
 
+	if (len > p->lim.mark_bytes) {
+		snprintf(err, errlen, "a mark of %zu bytes: at most %u (server.mark_bytes)", len,
+			 p->lim.mark_bytes);
+		return -EBUSY;
+	}
+	q = iopulse__v1__mark_phase_request__unpack(NULL, len, req);
 	if (!q) {
 		snprintf(err, errlen, "MarkPhaseRequest does not decode");
 		return -EINVAL;
 	}
-	r = check_request(q, err, errlen);
+	r = check_request(p, q, err, errlen);
 	pthread_mutex_lock(&p->lock);
 	if (!r && q->end) {
 		closes = find_open(p, q, err, errlen);
 		r = closes < 0 ? (int)closes : 0;
 	}
-	if (!r && !q->end && p->nopen >= OPEN_MAX) {
-		snprintf(err, errlen, "%d phases are open already: end some first", OPEN_MAX);
+	if (!r && !q->end && p->nopen >= p->lim.open_phases) {
+		snprintf(err, errlen, "%zu phases are open already, the most allowed "
+			 "(server.open_phases): end some first", p->nopen);
 		r = -EBUSY;
 	}
 	if (!r && !take_token(p)) {

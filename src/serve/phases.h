@@ -7,6 +7,7 @@
 
 #include "hub.h"
 #include "iopulse.pb-c.h"
+#include "server_limits.h"
 
 /*
  * A mark closes the current interval: the server queues it here and the main loop, woken by
@@ -15,8 +16,8 @@
  */
 struct phases;
 
-/* rate: marks per second a client may make (bursts of twice that). */
-int phases_new(struct phases **out, unsigned int rate);
+/* Uses lim's mark_rate, mark_bytes, mark_labels and open_phases. */
+int phases_new(struct phases **out, const struct server_limits *lim);
 struct phases *phases_free(struct phases *p);
 
 /* An eventfd, readable while marks wait for an interval edge. */
@@ -26,8 +27,8 @@ void phases_drain_fd(struct phases *p);
 
 /*
  * A client's MarkPhaseRequest (packed). On success *id is the mark's id, the ticket for
- * phases_reply. -EINVAL (bad request), -ENOENT (an end for no open phase), -EBUSY (over the
- * mark rate), -ENOMEM; err says which.
+ * phases_reply. -EINVAL (bad request), -ENOENT (an end for no open phase), -EBUSY (over a
+ * limit: err names its config key), -ENOMEM; err says which.
  */
 int phases_submit(struct phases *p, const uint8_t *req, size_t len, uint64_t *id,
 		  char *err, size_t errlen);

@@ -18,6 +18,7 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
 #include "log.h"
@@ -27,6 +28,11 @@
 #define POLL_MS 10
 /* After shutdown starts, how long streams get to take their final status. */
 #define GRACE_MS 1000
+/*
+ * gRPC core's own cap on a request: above server.request_bytes's range, so that a request
+ * over the configured limit reaches new_call and is refused with a message naming the key.
+ */
+#define RECV_CAP (4u << 20)
 
 enum method { M_SUBSCRIBE, M_SNAPSHOT, M_INFO, M_MARK, M_COUNT };
 
@@ -85,6 +91,7 @@ struct rpc_server {
 	bool thread_started;
 	int stop;                  /* set by rpc_server_stop */
 	int tcp_port;
+	unsigned int request_bytes;
 	uint64_t fed_seq;          /* newest interval feed() has offered to every stream */
 	bool refeed;               /* a stream became ready to send again */
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -92,6 +99,31 @@ struct rpc_server {
 };
 
 /* ------------------------------------------------------------------ helpers -- */
+
+/*
+ * gRPC core's log lines go through ours: one line each, at most LOG_MAX characters, bytes
+ * outside printable ASCII escaped (a client's raw bytes can reach these messages).
+ */
+#define LOG_MAX 300
+
+static void grpc_log_line(gpr_log_func_args *a)
+{
+	const unsigned char *p = (const unsigned char *)(a->message ? a->message : "");
+	char buf[LOG_MAX + 8];
+	size_t j = 0;
+
+	for (; *p && j < LOG_MAX; p++) {
+		if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+			buf[j++] = (char)*p;
+		else
+			j += (size_t)snprintf(buf + j, sizeof(buf) - j, "\\x%02x", *p);
+	}
+	buf[j] = '\0';
+	if (a->severity == GPR_LOG_SEVERITY_ERROR)
+		log_warn("grpc: %s%s", buf, *p ? "..." : "");
+	else
+		log_debug("grpc: %s%s", buf, *p ? "..." : "");
+}
 
 static void unref_msg(void *p)
 {
@@ -327,7 +359,14 @@ static void new_call(struct rpc_server *s, enum method m, bool ok)
 		free(req);
 		return;
 	}
-	if (m == M_SUBSCRIBE)
+	if (len > s->request_bytes) {
+		char err[128];
+
+		snprintf(err, sizeof(err), "a request of %zu bytes: at most %u (server.request_bytes)",
+			 len, s->request_bytes);
+		c->closed = true;
+		finish_call(c, true, NULL, GRPC_STATUS_RESOURCE_EXHAUSTED, err);
+	} else if (m == M_SUBSCRIBE)
 		subscribe(s, c, req ? req : (uint8_t *)"", len);
 	else
 		unary(s, c, req ? req : (uint8_t *)"", len);
@@ -584,8 +623,8 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		     char *err, size_t errlen)
 {
 	struct rpc_server *s;
-	grpc_arg args[3];
-	grpc_channel_args ch = { .num_args = 3, .args = args };
+	grpc_arg args[4];
+	grpc_channel_args ch = { .num_args = 4, .args = args };
 	char addr[sizeof(s->unix_path) + 8];
 	int r = 0, m, port;
 
@@ -594,6 +633,7 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		return -ENOMEM;
 	s->hub = hub;
 	s->t_shutdown.kind = T_SHUTDOWN;
+	gpr_set_log_function(grpc_log_line);
 	grpc_init();
 	/* detect vanished TCP peers; a stalled subscriber is handled by the merge policy */
 	args[0] = (grpc_arg){ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_KEEPALIVE_TIME_MS,
@@ -603,6 +643,9 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 	/* a second daemon must not bind the same TCP port and split the clients */
 	args[2] = (grpc_arg){ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ALLOW_REUSEPORT,
 			      .value.integer = 0 };
+	args[3] = (grpc_arg){ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+			      .value.integer = RECV_CAP };
+	s->request_bytes = o->request_bytes ? o->request_bytes : RECV_CAP;
 	s->server = grpc_server_create(&ch, NULL);
 	s->cq = grpc_completion_queue_create_for_next(NULL);
 	grpc_server_register_completion_queue(s->server, s->cq, NULL);

@@ -11,6 +11,7 @@ struct rpc_server_opts {
 	unsigned int unix_mode;   /* chmod of the socket */
 	const char *unix_group;   /* NULL or "": leave the group alone */
 	const char *tcp;          /* "host:port" or NULL/"" */
+	unsigned int request_bytes;  /* server.request_bytes: larger requests are refused */
 };
 
 struct rpc_server;

@@ -453,7 +453,8 @@ int update_merge_into(pb_update *acc, const pb_update *src, const struct update_
 		if (r)
 			return r;
 	}
-	for (i = 0; i < src->n_phases; i++) {
+	acc->phase_marks += src->phase_marks;
+	for (i = 0; (!f || !f->marks_counted) && i < src->n_phases; i++) {
 		r = append_dup((void ***)&acc->phases, &acc->n_phases, &src->phases[i]->base);
 		if (r)
 			return r;

@@ -17,6 +17,7 @@ struct update_filter {
 	size_t ndevices;
 	char **threads;
 	size_t nthreads;
+	bool marks_counted;   /* phase marks add to phase_marks only, never listed */
 };
 
 bool update_filter_empty(const struct update_filter *f);
@@ -32,7 +33,8 @@ pb_update *update_copy(const pb_update *m, const struct update_filter *f);
 
 /*
  * Add src (the intervals right after acc's, or any later ones) into acc through f: counts
- * and histograms add up, the window grows to src's end, phase marks are appended in order.
+ * and histograms add up, the window grows to src's end, phase marks are appended in order
+ * (or only counted, f->marks_counted).
  * Returns 0, -EXDEV when the two use different histogram precisions (nothing merged), or
  * -ENOMEM (acc stays consistent, possibly partly merged).
  */

@@ -9,10 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <yaml.h>
 
 #include "hist_math.h"
+#include "server_limits.h"
 
 _Static_assert(sizeof(unsigned int) == sizeof(uint32_t), "hist_precision is written as uint32_t");
 
@@ -73,7 +76,13 @@ int config_init_defaults(struct iop_config *c)
 		.server_enabled = true,
 		.server_socket_mode = 0660,
 		.server_ring_ms = 600000,
-		.server_mark_rate = 20,
+		.server_mark_rate = IOP_MARK_RATE_DEFAULT,
+		.server_ring_mib = IOP_RING_MIB_DEFAULT,
+		.server_mark_bytes = IOP_MARK_BYTES_DEFAULT,
+		.server_mark_labels = IOP_MARK_LABELS_DEFAULT,
+		.server_open_phases = IOP_OPEN_PHASES_DEFAULT,
+		.server_subscribers = IOP_SUBSCRIBERS_DEFAULT,
+		.server_request_bytes = IOP_REQUEST_BYTES_DEFAULT,
 		.metrics_precision = 2,
 		.metrics_max_threads = 100,
 	};
@@ -276,6 +285,18 @@ static const struct key server_keys[] = {
 	{ .name = "ring", .type = KEY_DURATION, .offset = FIELD(server_ring_ms) },
 	{ .name = "mark_rate", .type = KEY_UINT, .offset = FIELD(server_mark_rate),
 	  .min = 1, .max = 1000 },
+	{ .name = "ring_mib", .type = KEY_UINT, .offset = FIELD(server_ring_mib),
+	  .min = 1, .max = 65536 },
+	{ .name = "mark_bytes", .type = KEY_UINT, .offset = FIELD(server_mark_bytes),
+	  .min = 256, .max = 1048576 },
+	{ .name = "mark_labels", .type = KEY_UINT, .offset = FIELD(server_mark_labels),
+	  .min = 0, .max = 1024 },
+	{ .name = "open_phases", .type = KEY_UINT, .offset = FIELD(server_open_phases),
+	  .min = 1, .max = 65536 },
+	{ .name = "subscribers", .type = KEY_UINT, .offset = FIELD(server_subscribers),
+	  .min = 1, .max = 100000 },
+	{ .name = "request_bytes", .type = KEY_UINT, .offset = FIELD(server_request_bytes),
+	  .min = 1024, .max = 4194304 },
 	{ .name = NULL },
 };
 
@@ -559,6 +580,28 @@ bool config_listen_valid(const char *s)
 	return digits == strlen(colon + 1) && digits <= 5 && atoi(colon + 1) <= 65535;
 }
 
+/* 0 when the host part of a valid "host:port" resolves, else getaddrinfo's EAI_* code. */
+static int listen_resolve(const char *s)
+{
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *ai;
+	char host[256];
+	size_t len = (size_t)(strrchr(s, ':') - s);
+	int r;
+
+	if (len >= sizeof(host))
+		return EAI_NONAME;
+	memcpy(host, s, len);
+	host[len] = '\0';
+	if (len >= 2 && host[0] == '[' && host[len - 1] == ']') {
+		memmove(host, host + 1, len - 2);
+		host[len - 2] = '\0';
+	}
+	r = getaddrinfo(host, NULL, &hints, &ai);
+	if (!r)
+		freeaddrinfo(ai);
+	return r;
+}
+
 static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,
 		     bool listen)
 {
@@ -581,6 +624,10 @@ static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, c
 			return fail(ld, n, key, "'%s' is not a listen address (host:port, e.g. "
 				    "\"0.0.0.0:7073\", \"[::]:7073\", \"127.0.0.1:0\")",
 				    shown(n, buf, sizeof(buf)));
+		r = listen_resolve(s);
+		if (r)
+			return fail(ld, n, key, "the host of '%s' does not resolve: %s",
+				    shown(n, buf, sizeof(buf)), gai_strerror(r));
 	}
 	return set_string(out, s);
 }
@@ -725,14 +772,55 @@ static int yaml_failed(struct loader *ld, const yaml_parser_t *p, FILE *f)
 	return -EINVAL;
 }
 
+/*
+ * Collections nested deeper than this are refused by a first pass over the parser's events,
+ * before libyaml builds the document (100k nested brackets took its loader 37 s).
+ */
+#define DEPTH_MAX 64
+/* Larger files are refused unread. */
+#define CONFIG_MAX_BYTES (1 << 20)
+
+static int check_depth(struct loader *ld, FILE *f)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int depth = 0, r = 0;
+	bool done = false;
+
+	if (!yaml_parser_initialize(&p))
+		return -ENOMEM;
+	yaml_parser_set_input_file(&p, f);
+	while (!done && !r && yaml_parser_parse(&p, &ev)) {
+		/* a syntax error ends the pass: the loader reports it */
+		if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+			if (++depth > DEPTH_MAX) {
+				snprintf(ld->err, ld->errlen, "%s:%zu:%zu: YAML syntax error: "
+					 "collections nested deeper than %d levels", ld->path,
+					 ev.start_mark.line + 1, ev.start_mark.column + 1, DEPTH_MAX);
+				r = -EINVAL;
+			}
+		} else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+			depth--;
+		} else if (ev.type == YAML_STREAM_END_EVENT) {
+			done = true;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	rewind(f);
+	return r;
+}
+
 /* Parse an open file into c (a copy the caller discards on error). */
 static int load_file(struct loader *ld, FILE *f, struct iop_config *c)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc, extra;
 	const yaml_node_t *root;
-	int r = 0;
+	int r = check_depth(ld, f);
 
+	if (r)
+		return r;
 	if (!yaml_parser_initialize(&parser))
 		return -ENOMEM;
 	yaml_parser_set_input_file(&parser, f);
@@ -777,6 +865,8 @@ static int open_config(const char *path, FILE **out)
 		r = -EISDIR;
 	else if (!S_ISREG(st.st_mode))
 		r = -EINVAL;
+	else if (st.st_size > CONFIG_MAX_BYTES)
+		r = -EFBIG;
 	else if (fcntl(fd, F_SETFL, 0) < 0)
 		r = -errno;
 	if (r == 0 && !(f = fdopen(fd, "r")))
@@ -800,7 +890,8 @@ int config_load(struct iop_config *c, const char *path, char *err, size_t errlen
 	r = open_config(path, &f);
 	if (r < 0) {
 		snprintf(ld.err, ld.errlen, "%s: cannot open: %s", path,
-			 r == -EINVAL ? "not a regular file" : strerror(-r));
+			 r == -EINVAL ? "not a regular file" : r == -EFBIG ?
+			 "larger than 1 MiB, not a config file" : strerror(-r));
 		one_line(ld.err);
 		return r;
 	}

@@ -54,6 +54,12 @@ struct iop_config {
 	char *server_tcp;              /* server.tcp: "host:port" to listen on too, "" = none */
 	uint64_t server_ring_ms;       /* server.ring: replay history kept, default 10m */
 	uint32_t server_mark_rate;     /* server.mark_rate: phase marks per second, default 20 */
+	uint32_t server_ring_mib;      /* server.ring_mib: memory the replay ring holds, default 256 */
+	uint32_t server_mark_bytes;    /* server.mark_bytes: largest MarkPhaseRequest, default 4 KiB */
+	uint32_t server_mark_labels;   /* server.mark_labels: labels per mark, default 32 */
+	uint32_t server_open_phases;   /* server.open_phases: phases open at once, default 1024 */
+	uint32_t server_subscribers;   /* server.subscribers: Subscribe streams at once, default 256 */
+	uint32_t server_request_bytes; /* server.request_bytes: largest request, default 64 KiB */
 	char *metrics_listen;          /* metrics.listen: "host:port" of the Prometheus endpoint, "" = off */
 	uint32_t metrics_precision;    /* metrics.precision: 2^p buckets per power of two, default 2 */
 	struct iop_strlist metrics_threads;  /* metrics.threads: thread-name globs exported */

@@ -306,7 +306,8 @@ static const struct bad_case bad_cases[] = {
 	{ "bogus: 1\n", "1:1", "bogus", "unknown key (expected interval, histogram, devices, "
 	  "sync, limits, ceph, log, bpf_stats, server, metrics)" },
 	{ "server:\n  sock: /x\n", "2:3", "server.sock", "unknown key (expected enabled, socket, "
-	  "socket_mode, socket_group, tcp, ring, mark_rate)" },
+	  "socket_mode, socket_group, tcp, ring, mark_rate, ring_mib, mark_bytes, mark_labels, open_phases, "
+	  "subscribers, request_bytes)" },
 	{ "server:\n  socket_mode: \"0999\"\n", "2:16", "server.socket_mode",
 	  "is not an octal file mode" },
 	{ "server:\n  socket_mode: rw\n", "2:16", "server.socket_mode", "is not an octal file mode" },
@@ -315,6 +316,11 @@ static const struct bad_case bad_cases[] = {
 	{ "metrics:\n  listen: \"127.0.0.1:99999\"\n", "2:11", "metrics.listen",
 	  "is not a listen address" },
 	{ "server:\n  tcp: localhost\n", "2:8", "server.tcp", "is not a listen address" },
+	{ "devices:\n  include: " "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n",
+	  "2:74", NULL, "collections nested deeper than 64 levels" },
+	{ "server:\n  tcp: \"nosuchhost.invalid:7073\"\n", "2:8", "server.tcp",
+	  "the host of 'nosuchhost.invalid:7073' does not resolve" },
+	{ "metrics:\n  listen: \"[::1:9873\"\n", "2:11", "metrics.listen", "does not resolve" },
 	{ "server:\n  tcp: \"host:99999\"\n", "2:8", "server.tcp", "is not a listen address" },
 	{ "server:\n  socket: relative.sock\n", "2:11", "server.socket", "is not an absolute path" },
 	{ "server:\n  ring: 0s\n", "2:9", "server.ring", "out of range" },

@@ -15,6 +15,16 @@
 #define K 5
 #define NB IOP_HIST_NBUCKETS(K)
 
+/* The default server limits with another mark rate. */
+static const struct server_limits *lim(unsigned int rate)
+{
+	static struct server_limits l;
+
+	l = server_limits_default();
+	l.mark_rate = rate;
+	return &l;
+}
+
 static struct iop_device dev;
 static struct iop_dev_interval devs[1];
 static struct iop_thread_interval thr[1];
@@ -175,7 +185,7 @@ START_TEST(test_slow_subscriber_loses_nothing)
 	size_t len;
 	pb_update *u;
 
-	ck_assert_int_eq(hub_new(&h, 1000, 2000, 20), 0);   /* ring: 3 intervals */
+	ck_assert_int_eq(hub_new(&h, 1000, 2000, lim(20)), 0);   /* ring: 3 intervals */
 	interval(&iv, 1);
 	ck_assert_int_eq(hub_publish(h, &iv), 0);
 	req = subscribe_req(1, &len);
@@ -225,7 +235,7 @@ START_TEST(test_bad_requests)
 	Iopulse__V1__SubscribeRequest q = IOPULSE__V1__SUBSCRIBE_REQUEST__INIT;
 	char *names[] = { "nvme9n9" };
 
-	ck_assert_int_eq(hub_new(&h, 1000, 600000, 20), 0);
+	ck_assert_int_eq(hub_new(&h, 1000, 600000, lim(20)), 0);
 	interval(&iv, 1);
 	ck_assert_int_eq(hub_publish(h, &iv), 0);
 	req = subscribe_req(0, &len);
@@ -268,7 +278,7 @@ START_TEST(test_marks_sit_on_the_edge_they_made)
 	size_t len;
 	pb_update *u;
 
-	ck_assert_int_eq(hub_new(&h, 1000, 10000, 1000), 0);
+	ck_assert_int_eq(hub_new(&h, 1000, 10000, lim(1000)), 0);
 	q.name = "fill";
 	req = pb_pack_alloc(&q.base, &len);
 	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id1, err, sizeof(err)), 0);
@@ -299,11 +309,12 @@ START_TEST(test_marks_sit_on_the_edge_they_made)
 	ck_assert_int_eq(phases_reply(hub_phases(h), id3, &m), 0);        /* not cut yet */
 	ck_assert_int_eq(hub_snapshot(h, (const uint8_t *)"", 0, &snap, err, sizeof(err)), 0);
 	u = unpack(snap);
-	ck_assert_uint_eq(u->n_phases, 2);
+	/* the snapshot counts the two marks at the edge, and lists the phase open now */
+	ck_assert_uint_eq(u->phase_marks, 2);
+	ck_assert_uint_eq(u->n_phases, 1);
 	ck_assert_str_eq(u->phases[0]->name, "fill");
-	ck_assert(!u->phases[0]->end && u->phases[1]->end);
-	ck_assert_uint_eq(u->phases[0]->id, id1);
-	ck_assert_uint_eq(u->phases[0]->monotonic_ns, iv.end_mono_ns);
+	ck_assert(!u->phases[0]->end);
+	ck_assert_uint_eq(u->phases[0]->id, id3);
 	update_free(u);
 	hub_msg_unref(snap);
 
@@ -366,7 +377,7 @@ START_TEST(test_merges_stop_at_phase_edges)
 	size_t len;
 	pb_update *u;
 
-	ck_assert_int_eq(hub_new(&h, 1000, 60000, 20), 0);
+	ck_assert_int_eq(hub_new(&h, 1000, 60000, lim(20)), 0);
 	req = subscribe_req(1, &len);
 	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
 	free(req);
@@ -427,7 +438,7 @@ START_TEST(test_precision_change_is_not_merged)
 	pb_update *u;
 	uint64_t seq;
 
-	ck_assert_int_eq(hub_new(&h, 1000, 60000, 20), 0);
+	ck_assert_int_eq(hub_new(&h, 1000, 60000, lim(20)), 0);
 	req = subscribe_req(1, &len);
 	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
 	free(req);
@@ -463,6 +474,122 @@ START_TEST(test_precision_change_is_not_merged)
 }
 END_TEST
 
+/*
+ * 301 marks (150 phases begun and ended, one left open) pass through the hub: the Updates carry
+ * every mark, the snapshot only their count and the open phase's begin mark, so it stays the
+ * same size however many marks are made. A subscriber over server.subscribers is refused.
+ */
+START_TEST(test_snapshot_counts_marks_and_subscribers_are_bounded)
+{
+	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
+	struct server_limits l = *lim(1000);
+	struct hub_sub *subs[3];
+	struct hub_msg *m;
+	struct iop_interval iv;
+	char err[256];
+	uint64_t id, seq, listed = 0;
+	uint8_t *req, *sreq;
+	size_t len, slen;
+	pb_update *u;
+	struct hub *h;
+	int i;
+
+	l.subscribers = 2;
+	ck_assert_int_eq(hub_new(&h, 1000, 600000, &l), 0);
+	sreq = subscribe_req(1, &slen);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, &subs[0], err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, &subs[1], err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, &subs[2], err, sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "2 streams are open, the most allowed "
+				      "(server.subscribers)"));
+	hub_unsubscribe(h, subs[1]);
+	q.name = "step";
+	for (seq = 1; seq <= 302; seq++) {
+		if (seq > 1) {
+			q.end = seq % 2 == 1;   /* begin, end, begin, ... */
+			req = pb_pack_alloc(&q.base, &len);
+			ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id, err,
+						       sizeof(err)), 0);
+			free(req);
+			phases_cut(hub_phases(h));
+		}
+		interval(&iv, seq);
+		ck_assert_int_eq(hub_publish(h, &iv), 0);
+		while ((m = hub_next(h, subs[0]))) {
+			u = unpack(m);
+			ck_assert_uint_eq(u->phase_marks, u->n_phases);
+			listed += u->n_phases;
+			update_free(u);
+			hub_msg_unref(m);
+		}
+	}
+	ck_assert_uint_eq(listed, 301);
+	ck_assert_int_eq(hub_snapshot(h, (const uint8_t *)"", 0, &m, err, sizeof(err)), 0);
+	u = unpack(m);
+	ck_assert_uint_eq(u->phase_marks, 301);
+	ck_assert_uint_eq(u->n_phases, 1);       /* the phase still open */
+	ck_assert(!u->phases[0]->end);
+	ck_assert_uint_eq(u->merged, 302);
+	update_free(u);
+	ck_assert_uint_lt(m->len, 2048);
+	hub_msg_unref(m);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, &subs[1], err, sizeof(err)), 0);
+	ck_assert_uint_gt(hub_ring_bytes(h), 0);
+	ck_assert_uint_le(hub_ring_bytes(h), 1u << 20);
+	for (i = 0; i < 2; i++)
+		hub_unsubscribe(h, subs[i]);
+	free(sreq);
+	hub_free(h);
+}
+END_TEST
+
+/*
+ * server.ring_mib: once the ring holds its limit, the oldest Updates leave before server.ring
+ * has passed, and a subscriber that had not taken them still gets them, merged.
+ */
+START_TEST(test_ring_is_bounded_in_bytes)
+{
+	struct server_limits l = *lim(20);
+	struct hub_sub *sub;
+	struct hub_msg *m;
+	struct iop_interval iv;
+	char err[256];
+	uint64_t seq, per, n;
+	uint8_t *req;
+	size_t len;
+	pb_update *u;
+	struct hub *h;
+
+	l.ring_mib = 1;
+	ck_assert_int_eq(hub_new(&h, 1000, 100000000ull, &l), 0);   /* time is no limit here */
+	req = subscribe_req(1, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
+	free(req);
+	for (seq = 1; seq <= 10; seq++) {
+		interval(&iv, seq);
+		ck_assert_int_eq(hub_publish(h, &iv), 0);
+	}
+	per = hub_ring_bytes(h) / 10;
+	n = (2u << 20) / per + 1;      /* twice what the ring may hold */
+	ck_assert_uint_lt(n, 100000);
+	for (; seq <= n; seq++) {
+		interval(&iv, seq);
+		ck_assert_int_eq(hub_publish(h, &iv), 0);
+	}
+	ck_assert_uint_le(hub_ring_bytes(h), 1u << 20);
+	ck_assert_uint_gt(hub_ring_bytes(h), (1u << 20) - 2 * per);
+	m = hub_next(h, sub);            /* the evicted half too, merged: nothing lost */
+	u = unpack(m);
+	ck_assert_uint_eq(u->first_seq, 1);
+	ck_assert_uint_eq(u->seq, n);
+	ck_assert_uint_eq(u->merged, n);
+	update_free(u);
+	hub_msg_unref(m);
+	hub_unsubscribe(h, sub);
+	hub_free(h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("hub");
@@ -475,6 +602,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_marks_sit_on_the_edge_they_made);
 	tcase_add_test(tc, test_merges_stop_at_phase_edges);
 	tcase_add_test(tc, test_precision_change_is_not_merged);
+	tcase_add_test(tc, test_snapshot_counts_marks_and_subscribers_are_bounded);
+	tcase_add_test(tc, test_ring_is_bounded_in_bytes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -52,9 +52,19 @@ static void drop(pb_mark **v, size_t n)
 	free(v);
 }
 
+static struct server_limits limits(unsigned int rate)
+{
+	struct server_limits l = server_limits_default();
+
+	l.mark_rate = rate;
+	return l;
+}
+
 static void setup(void)
 {
-	ck_assert_int_eq(phases_new(&p, 1000), 0);
+	struct server_limits l = limits(1000);
+
+	ck_assert_int_eq(phases_new(&p, &l), 0);
 }
 
 static void teardown(void)
@@ -186,9 +196,10 @@ START_TEST(test_rate_limit)
 	uint8_t *req;
 	size_t len;
 	uint64_t id;
+	struct server_limits l = limits(5);
 	int i, ok = 0, r;
 
-	ck_assert_int_eq(phases_new(&slow, 5), 0);
+	ck_assert_int_eq(phases_new(&slow, &l), 0);
 	q.name = "x";
 	req = pb_pack_alloc(&q.base, &len);
 	for (i = 0; i < 30; i++) {
@@ -204,6 +215,56 @@ START_TEST(test_rate_limit)
 }
 END_TEST
 
+/* Each limit refuses with -EBUSY (RESOURCE_EXHAUSTED) and names its config key. */
+START_TEST(test_size_label_and_open_limits)
+{
+	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
+	Iopulse__V1__MarkPhaseRequest__LabelsEntry e[40], *ep[40];
+	struct server_limits l = limits(1000);
+	struct phases *small;
+	char big[600];
+	uint8_t *req;
+	size_t len;
+	uint64_t id;
+	int i;
+
+	l.mark_bytes = 512;
+	l.mark_labels = 3;
+	l.open_phases = 2;
+	ck_assert_int_eq(phases_new(&small, &l), 0);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	q.name = "x";
+	q.session = big;   /* too long a session, but the size is checked first */
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "at most 512 (server.mark_bytes)"));
+	free(req);
+	q.session = "";
+	for (i = 0; i < 4; i++) {
+		iopulse__v1__mark_phase_request__labels_entry__init(&e[i]);
+		e[i].key = "k";
+		e[i].value = "v";
+		ep[i] = &e[i];
+	}
+	q.labels = ep;
+	q.n_labels = 4;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "4 labels: at most 3 per mark (server.mark_labels)"));
+	free(req);
+	q.n_labels = 3;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), 0);
+	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), 0);
+	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "2 phases are open already, the most allowed "
+				      "(server.open_phases)"));
+	free(req);
+	phases_free(small);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("phases");
@@ -215,6 +276,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_session_gone_and_stop_end_phases_abandoned);
 	tcase_add_test(tc, test_reply_after_the_edge);
 	tcase_add_test(tc, test_rate_limit);
+	tcase_add_test(tc, test_size_label_and_open_limits);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -13,12 +13,12 @@ from .errors import (Cancelled, DeadlineExceeded, InvalidArgument, IopulseError,
 from .data import load
 from .histogram import Histogram
 from .model import (AgentCost, DeviceInfo, DeviceStats, Drops, HistogramLayout, Info, OpStats,
-                    PhaseMark, SyncLatency, ThreadSync, Update)
+                    PhaseMark, ServerLimits, SyncLatency, ThreadSync, Update)
 
 from ._version import __version__
 
 __all__ = ["Client", "Subscription", "Phase", "RetryPolicy", "DEFAULT_TARGET", "parse_target",
            "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "SyncLatency", "PhaseMark", "Drops",
-           "Info", "DeviceInfo", "HistogramLayout", "AgentCost", "IopulseError", "Unavailable",
+           "Info", "ServerLimits", "DeviceInfo", "HistogramLayout", "AgentCost", "IopulseError", "Unavailable",
            "InvalidArgument", "NotFound", "load", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
            "__version__"]

@@ -263,6 +263,9 @@ class Update:
     threads: list[ThreadSync]
     phases: list[PhaseMark]
     drops: Drops = field(default_factory=Drops)
+    # marks made in the window: len(phases), except in a snapshot, which lists only the begin
+    # marks of the phases open when it was taken
+    phase_marks: int = 0
 
     @property
     def duration_ns(self) -> int:
@@ -301,7 +304,8 @@ class Update:
                    {d.name: DeviceStats.from_pb(d, k) for d in msg.devices},
                    [ThreadSync.from_pb(t, k) for t in msg.threads],
                    [PhaseMark.from_pb(m) for m in msg.phases],
-                   Drops.from_pb(msg.drops if msg.HasField("drops") else None))
+                   Drops.from_pb(msg.drops if msg.HasField("drops") else None),
+                   msg.phase_marks)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form, laid out like the daemon's --json lines (docs/json-output.md) with the
@@ -316,7 +320,8 @@ class Update:
                 "precision": self.precision,
                 "devices": [d.to_dict(s) for d in self.devices.values()],
                 "threads": [t.to_dict(s) for t in self.threads],
-                "phases": [m.to_dict() for m in self.phases], "drops": self.drops.to_dict()}
+                "phases": [m.to_dict() for m in self.phases], "phase_marks": self.phase_marks,
+                "drops": self.drops.to_dict()}
 
 
 @dataclass
@@ -386,6 +391,28 @@ class AgentCost:
 
 
 @dataclass
+class ServerLimits:
+    """What clients may make the daemon hold (its server.* settings); a request over one is
+    refused with ResourceExhausted naming the setting."""
+    mark_rate: int = 0          # phase marks per second, bursts of twice that
+    mark_bytes: int = 0         # largest mark request
+    mark_labels: int = 0        # labels on one mark
+    open_phases: int = 0        # phases open at once
+    subscribers: int = 0        # Subscribe streams at once
+    request_bytes: int = 0      # largest request of any kind
+    ring_seconds: int = 0       # history kept for replay
+    ring_mib: int = 0           # memory the replay ring holds at most
+
+    @classmethod
+    def from_pb(cls, msg: Any) -> "ServerLimits":
+        return cls(msg.mark_rate, msg.mark_bytes, msg.mark_labels, msg.open_phases,
+                   msg.subscribers, msg.request_bytes, msg.ring_seconds, msg.ring_mib)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
 class Info:
     """GetInfo: the daemon, its kernel, layout, devices, config and cost."""
     version: str
@@ -405,6 +432,8 @@ class Info:
     fanout_streams: int
     open_phases: list[PhaseMark] = dataclasses.field(default_factory=list)  # begin marks
     hostname: str = ""
+    limits: Optional[ServerLimits] = None   # None from a daemon too old to report them
+    ring_bytes: int = 0         # packed Updates the replay ring holds now
 
     @property
     def interval_s(self) -> float:
@@ -418,7 +447,9 @@ class Info:
                    AgentCost.from_pb(msg.cost), msg.interval_ns, msg.ring_seconds,
                    msg.started_realtime_ns, msg.last_seq, msg.subscribers, msg.fanout_ns,
                    msg.fanout_streams, [PhaseMark.from_pb(m) for m in msg.open_phases],
-                   msg.hostname)
+                   msg.hostname,
+                   ServerLimits.from_pb(msg.limits) if msg.HasField("limits") else None,
+                   msg.ring_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -427,5 +458,6 @@ class Info:
         d["config"] = dict(self.config)
         d["cost"] = self.cost.to_dict()
         d["open_phases"] = [m.to_dict() for m in self.open_phases]
+        d["limits"] = self.limits.to_dict() if self.limits else None
         d["interval_s"] = self.interval_s
         return d

@@ -28,8 +28,14 @@ def run(c: Client, args: argparse.Namespace) -> int:
     print(f"iopulsed {i.version} on {i.hostname or '?'} at {c.target}, kernel {i.kernel}, "
           f"attach mode {i.attach_mode}, BTF {'yes' if i.btf else 'no'}, started {started}")
     print(f"interval {i.interval_s:g}s, last interval #{i.last_seq}, replay ring "
-          f"{i.ring_seconds}s, {i.subscribers} subscriber(s); last fan-out "
+          f"{i.ring_seconds}s ({i.ring_bytes / 2**20:.1f} MiB held), {i.subscribers} "
+          f"subscriber(s); last fan-out "
           f"{i.fanout_ns / 1e6:.2f}ms to {i.fanout_streams} stream(s)")
+    if i.limits:
+        lm = i.limits
+        print(f"limits: ring {lm.ring_mib} MiB, {lm.subscribers} subscribers, marks {lm.mark_rate}/s of at most "
+              f"{lm.mark_bytes} bytes and {lm.mark_labels} labels, {lm.open_phases} open "
+              f"phases, requests of at most {lm.request_bytes} bytes")
     h = i.histogram
     print(f"histograms: precision {h.precision}, range 2^{h.range_bits}, {h.buckets} buckets, "
           f"max error {h.max_relative_error * 100:g}%")

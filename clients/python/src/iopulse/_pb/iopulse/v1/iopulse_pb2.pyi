@@ -126,7 +126,7 @@ class HistogramLayout(_message.Message):
     def __init__(self, precision: _Optional[int] = ..., range_bits: _Optional[int] = ..., buckets: _Optional[int] = ..., max_relative_error: _Optional[float] = ...) -> None: ...
 
 class Info(_message.Message):
-    __slots__ = ["attach_mode", "btf", "config", "cost", "devices", "fanout_ns", "fanout_streams", "histogram", "hostname", "interval_ns", "kernel", "last_seq", "open_phases", "ring_seconds", "started_realtime_ns", "subscribers", "version"]
+    __slots__ = ["attach_mode", "btf", "config", "cost", "devices", "fanout_ns", "fanout_streams", "histogram", "hostname", "interval_ns", "kernel", "last_seq", "limits", "open_phases", "ring_bytes", "ring_seconds", "started_realtime_ns", "subscribers", "version"]
     class ConfigEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -146,7 +146,9 @@ class Info(_message.Message):
     INTERVAL_NS_FIELD_NUMBER: _ClassVar[int]
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
     OPEN_PHASES_FIELD_NUMBER: _ClassVar[int]
+    RING_BYTES_FIELD_NUMBER: _ClassVar[int]
     RING_SECONDS_FIELD_NUMBER: _ClassVar[int]
     STARTED_REALTIME_NS_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBERS_FIELD_NUMBER: _ClassVar[int]
@@ -163,12 +165,14 @@ class Info(_message.Message):
     interval_ns: int
     kernel: str
     last_seq: int
+    limits: ServerLimits
     open_phases: _containers.RepeatedCompositeFieldContainer[PhaseMark]
+    ring_bytes: int
     ring_seconds: int
     started_realtime_ns: int
     subscribers: int
     version: str
-    def __init__(self, version: _Optional[str] = ..., kernel: _Optional[str] = ..., attach_mode: _Optional[str] = ..., btf: bool = ..., histogram: _Optional[_Union[HistogramLayout, _Mapping]] = ..., devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., cost: _Optional[_Union[AgentCost, _Mapping]] = ..., interval_ns: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., started_realtime_ns: _Optional[int] = ..., last_seq: _Optional[int] = ..., subscribers: _Optional[int] = ..., fanout_ns: _Optional[int] = ..., fanout_streams: _Optional[int] = ..., open_phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ..., hostname: _Optional[str] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., kernel: _Optional[str] = ..., attach_mode: _Optional[str] = ..., btf: bool = ..., histogram: _Optional[_Union[HistogramLayout, _Mapping]] = ..., devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., cost: _Optional[_Union[AgentCost, _Mapping]] = ..., interval_ns: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., started_realtime_ns: _Optional[int] = ..., last_seq: _Optional[int] = ..., subscribers: _Optional[int] = ..., fanout_ns: _Optional[int] = ..., fanout_streams: _Optional[int] = ..., open_phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ..., hostname: _Optional[str] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., ring_bytes: _Optional[int] = ...) -> None: ...
 
 class InfoRequest(_message.Message):
     __slots__ = []
@@ -250,6 +254,26 @@ class PhaseMark(_message.Message):
     session: str
     def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ..., realtime_ns: _Optional[int] = ..., monotonic_ns: _Optional[int] = ..., id: _Optional[int] = ..., begin_id: _Optional[int] = ..., parent_id: _Optional[int] = ..., session: _Optional[str] = ..., abandoned: bool = ...) -> None: ...
 
+class ServerLimits(_message.Message):
+    __slots__ = ["mark_bytes", "mark_labels", "mark_rate", "open_phases", "request_bytes", "ring_mib", "ring_seconds", "subscribers"]
+    MARK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MARK_LABELS_FIELD_NUMBER: _ClassVar[int]
+    MARK_RATE_FIELD_NUMBER: _ClassVar[int]
+    OPEN_PHASES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RING_MIB_FIELD_NUMBER: _ClassVar[int]
+    RING_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBERS_FIELD_NUMBER: _ClassVar[int]
+    mark_bytes: int
+    mark_labels: int
+    mark_rate: int
+    open_phases: int
+    request_bytes: int
+    ring_mib: int
+    ring_seconds: int
+    subscribers: int
+    def __init__(self, mark_rate: _Optional[int] = ..., mark_bytes: _Optional[int] = ..., mark_labels: _Optional[int] = ..., open_phases: _Optional[int] = ..., subscribers: _Optional[int] = ..., request_bytes: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., ring_mib: _Optional[int] = ...) -> None: ...
+
 class SnapshotRequest(_message.Message):
     __slots__ = ["devices", "threads"]
     DEVICES_FIELD_NUMBER: _ClassVar[int]
@@ -319,7 +343,7 @@ class ThreadSync(_message.Message):
     def __init__(self, pid: _Optional[int] = ..., tid: _Optional[int] = ..., comm: _Optional[str] = ..., process: _Optional[str] = ..., osd_id: _Optional[int] = ..., dev_major: _Optional[int] = ..., dev_minor: _Optional[int] = ..., device: _Optional[str] = ..., fsync: _Optional[int] = ..., fdatasync: _Optional[int] = ..., sync_file_range: _Optional[int] = ..., flush_bios: _Optional[int] = ..., latency_sum_ns: _Optional[int] = ..., latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fsync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., fdatasync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., sync_file_range_latency: _Optional[_Union[SyncLatency, _Mapping]] = ...) -> None: ...
 
 class Update(_message.Message):
-    __slots__ = ["devices", "drops", "end_monotonic_ns", "end_realtime_ns", "first_seq", "merged", "phases", "precision", "seq", "start_monotonic_ns", "start_realtime_ns", "threads"]
+    __slots__ = ["devices", "drops", "end_monotonic_ns", "end_realtime_ns", "first_seq", "merged", "phase_marks", "phases", "precision", "seq", "start_monotonic_ns", "start_realtime_ns", "threads"]
     DEVICES_FIELD_NUMBER: _ClassVar[int]
     DROPS_FIELD_NUMBER: _ClassVar[int]
     END_MONOTONIC_NS_FIELD_NUMBER: _ClassVar[int]
@@ -327,6 +351,7 @@ class Update(_message.Message):
     FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     MERGED_FIELD_NUMBER: _ClassVar[int]
     PHASES_FIELD_NUMBER: _ClassVar[int]
+    PHASE_MARKS_FIELD_NUMBER: _ClassVar[int]
     PRECISION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     START_MONOTONIC_NS_FIELD_NUMBER: _ClassVar[int]
@@ -338,10 +363,11 @@ class Update(_message.Message):
     end_realtime_ns: int
     first_seq: int
     merged: int
+    phase_marks: int
     phases: _containers.RepeatedCompositeFieldContainer[PhaseMark]
     precision: int
     seq: int
     start_monotonic_ns: int
     start_realtime_ns: int
     threads: _containers.RepeatedCompositeFieldContainer[ThreadSync]
-    def __init__(self, seq: _Optional[int] = ..., first_seq: _Optional[int] = ..., merged: _Optional[int] = ..., start_realtime_ns: _Optional[int] = ..., end_realtime_ns: _Optional[int] = ..., start_monotonic_ns: _Optional[int] = ..., end_monotonic_ns: _Optional[int] = ..., devices: _Optional[_Iterable[_Union[DeviceStats, _Mapping]]] = ..., threads: _Optional[_Iterable[_Union[ThreadSync, _Mapping]]] = ..., phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ..., drops: _Optional[_Union[Drops, _Mapping]] = ..., precision: _Optional[int] = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ..., first_seq: _Optional[int] = ..., merged: _Optional[int] = ..., start_realtime_ns: _Optional[int] = ..., end_realtime_ns: _Optional[int] = ..., start_monotonic_ns: _Optional[int] = ..., end_monotonic_ns: _Optional[int] = ..., devices: _Optional[_Iterable[_Union[DeviceStats, _Mapping]]] = ..., threads: _Optional[_Iterable[_Union[ThreadSync, _Mapping]]] = ..., phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ..., drops: _Optional[_Union[Drops, _Mapping]] = ..., precision: _Optional[int] = ..., phase_marks: _Optional[int] = ...) -> None: ...
