@@ -1,7 +1,7 @@
 #!/bin/sh
 # Fresh Debian 12: install the dependencies, build, start iopulsed on the repository's default
 # config (gRPC on /run/iopulse/iopulse.sock) and watch it live with `iopulse top`. Run as root.
-# Ctrl-C (or q) leaves top and stops the daemon. Arguments go to iopulsed, e.g. --tcp 0.0.0.0:7073.
+# Ctrl-C (or q) leaves top and stops the daemon. Arguments go to iopulsed, e.g. --tcp 127.0.0.1:7073.
 # Without a terminal (CI, pipes), `iopulse top` prints one table per update instead.
 set -eu
 cd "$(dirname "$0")/.."

@@ -5,7 +5,8 @@
 # client pip-installed into venvs with the newest and the oldest grpcio/protobuf it supports
 # (scripts/test-client-matrix.sh), the Debian packages, rpms and the Python sdist/wheel
 # (scripts/test-packages.sh, test-rpm.sh, test-python-dist.sh), then the gRPC server tests
-# again against a daemon built with AddressSanitizer + UndefinedBehaviorSanitizer.
+# again against a daemon built with AddressSanitizer + UndefinedBehaviorSanitizer, a two-minute
+# soak (tests/soak/soak.py) and a short libFuzzer run of every target (scripts/fuzz.sh).
 # Run as root. Exits non-zero on any failure.
 set -eu
 cd "$(dirname "$0")/.."
@@ -35,4 +36,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 IOPULSED="$PWD/build-asan/iopulsed" \
 	$PY -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
-	tests/integration/test_phases.py tests/integration/test_prometheus.py
+	tests/integration/test_phases.py tests/integration/test_prometheus.py \
+	tests/integration/test_limits.py tests/integration/test_tls.py
+
+echo "== soak: two minutes of load, hotplug, killed subscribers, marks and reloads"
+$PY tests/soak/soak.py --minutes 2 --report-every 20
+
+echo "== fuzzing: config loader, request handling, sysfs and Ceph readers, 30 s each"
+./scripts/fuzz.sh 30

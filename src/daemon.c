@@ -86,6 +86,9 @@ static int serving_start(const struct iop_config *c)
 	struct rpc_server_opts ro = {
 		.unix_path = c->server_socket, .unix_mode = c->server_socket_mode,
 		.unix_group = c->server_socket_group, .tcp = c->server_tcp,
+		.tls_cert = c->server_tls_cert, .tls_key = c->server_tls_key,
+		.tls_client_ca = c->server_tls_client_ca,
+		.mark_clients = c->server_mark_clients.v, .nmark_clients = c->server_mark_clients.n,
 	};
 	struct server_limits lim;
 	struct timespec ts;
@@ -137,7 +140,12 @@ static int serving_start(const struct iop_config *c)
 	if (c->server_socket && *c->server_socket)
 		log_info("serving gRPC on unix:%s", c->server_socket);
 	if (rpc_server_tcp_port(srv.rpc))
-		log_info("serving gRPC on tcp port %d", rpc_server_tcp_port(srv.rpc));
+		log_info("serving gRPC on tcp port %d%s", rpc_server_tcp_port(srv.rpc),
+			 *c->server_tls_cert ? (*c->server_tls_client_ca ? " (TLS, client certificates "
+			 "required)" : " (TLS)") : "");
+	if (*c->server_tcp && !*c->server_tls_cert && c->server_insecure)
+		log_warn("server.insecure: gRPC on %s is clear text without client authentication: "
+			 "whoever reaches the port reads every device and thread", c->server_tcp);
 	return 0;
 }
 
@@ -335,6 +343,8 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 	r = config_load(&fresh, o->config_path, err, sizeof(err));
 	if (!r)
 		r = overrides_apply(&o->ov, &fresh);
+	if (!r)
+		r = config_check_serving(&fresh, err, sizeof(err));
 	if (r) {
 		log_error("reload rejected, keeping the running config: %s",
 			  err[0] ? err : strerror(-r));
@@ -379,6 +389,15 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 		log_warn("server settings take effect when iopulsed restarts (the replay ring "
 			 "keeps its length in intervals)");
 	log_setup(fresh.log_level, o->use_syslog);
+	/* the certificate, key and client CAs are read again from the running paths */
+	if (srv.rpc && *cfg->server_tls_cert && *cfg->server_tcp) {
+		err[0] = '\0';
+		if (rpc_server_reload_tls(srv.rpc, err, sizeof(err)))
+			log_error("TLS files not reloaded, new connections keep the previous ones: %s",
+				  err);
+		else
+			log_info("TLS certificate, key and client CAs reloaded for new connections");
+	}
 	if (fresh.interval_ms != cfg->interval_ms)
 		arm_timer(tfd, fresh.interval_ms);
 	config_release(cfg);

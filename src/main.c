@@ -58,7 +58,8 @@ static const char usage_text[] =
 	"  iopulsed --json -i 10s --devices 'sd*' one JSON line per 10 s for SCSI disks\n"
 	"  iopulsed --json -d 60s > run.jsonl     record one minute, then exit\n"
 	"  iopulsed --print --threads 'bstore_kv_sync'  BlueStore's sync thread only\n"
-	"  iopulsed --tcp 0.0.0.0:7073            serve remote clients too (iopulse --target host:7073)\n"
+	"  iopulsed --tcp 127.0.0.1:7073          serve TCP clients on this host too (iopulse --target\n"
+	"                                         127.0.0.1:7073); remote ones need TLS (server.tls_cert)\n"
 	"  iopulsed --metrics 0.0.0.0:9873        for Prometheus (scrape http://host:9873/metrics)\n"
 	"  iopulsed --check-config /etc/iopulse/iopulse.yaml\n"
 	"\n"
@@ -285,6 +286,8 @@ static int check_config(const char *path)
 
 	if (!r)
 		r = config_load(&c, path, err, sizeof(err));
+	if (!r)
+		r = config_check_serving(&c, err, sizeof(err));
 	config_release(&c);
 	if (r) {
 		fprintf(stderr, "iopulsed: %s\n", err[0] ? err : strerror(-r));
@@ -344,6 +347,14 @@ int main(int argc, char **argv)
 	if (r) {
 		config_release(&cfg);
 		return 1;
+	}
+	err[0] = '\0';
+	r = config_check_serving(&cfg, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "iopulsed: %s%s%s\n", o.config_path ? o.config_path : "",
+			o.config_path ? ": " : "", err);
+		config_release(&cfg);
+		return EXIT_USAGE;
 	}
 	log_setup(cfg.log_level, o.use_syslog);
 	if (!o.config_path)

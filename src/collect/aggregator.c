@@ -51,6 +51,7 @@ struct aggregator {
 	uint64_t last_mono, last_real;
 	struct aggregator *successor;     /* takes over after the next collect's reads */
 	const struct iop_config *successor_cfg;
+	const uint64_t *cnt_snap;         /* counters to use instead of the maps' (hand-over) */
 };
 
 static uint64_t now_ns(clockid_t clk)
@@ -146,12 +147,13 @@ static int slot_delta(struct aggregator *a, uint32_t i)
 {
 	struct slot_state *s = &a->slots[i];
 	const uint64_t *cur = probes_slot_data(a->probes, i);
+	const uint64_t *cnt = a->cnt_snap ? a->cnt_snap + (size_t)i * IOP_C_MAX : cur;
 	uint64_t ios = 0;
 	unsigned int h;
 	size_t j;
 
 	for (j = 0; j < IOP_C_MAX; j++) {
-		uint64_t v = cur[j];
+		uint64_t v = cnt[j];
 
 		s->cnt_delta[j] = v - s->cnt_prev[j];
 		s->cnt_prev[j] = v;
@@ -368,6 +370,48 @@ static int delta_slots(struct aggregator *a)
 	return 0;
 }
 
+/* The counters of every seen slot, copied into snap (nslots x IOP_C_MAX; dispatch state 0). */
+static void copy_counters(struct aggregator *a, uint64_t *snap)
+{
+	uint32_t s;
+	size_t j;
+
+	for (s = 0; s < a->nslots; s++) {
+		const volatile uint64_t *cur = probes_slot_data(a->probes, s);
+		uint64_t *out = snap + (size_t)s * IOP_C_MAX;
+
+		for (j = 0; j < IOP_C_MAX; j++)
+			out[j] = a->slots[s].used && a->slots[s].seen && j != IOP_C_PREV_END ? cur[j] : 0;
+	}
+}
+
+/*
+ * The counters of a and of its successor at one instant, into mine and theirs: copies taken
+ * old, new, old, new until neither side changed meanwhile. Every completion runs a's program
+ * and then the successor's, back to back, so counters that stood still across the four copies
+ * count each IO on exactly one side of the cut. false if IO never paused (the copies are then
+ * a few microseconds apart).
+ */
+static bool counters_at_one_instant(struct aggregator *a, uint64_t *mine, uint64_t *theirs)
+{
+	struct aggregator *b = a->successor;
+	size_t n = (size_t)a->nslots * IOP_C_MAX, m = (size_t)b->nslots * IOP_C_MAX;
+	uint64_t *mine2 = malloc(n * 8), *theirs2 = malloc(m * 8);
+	bool same = false;
+	int tries;
+
+	for (tries = 0; mine2 && theirs2 && tries < 10000 && !same; tries++) {
+		copy_counters(a, mine);
+		copy_counters(b, theirs);
+		copy_counters(a, mine2);
+		copy_counters(b, theirs2);
+		same = !memcmp(mine, mine2, n * 8) && !memcmp(theirs, theirs2, m * 8);
+	}
+	free(mine2);
+	free(theirs2);
+	return same;
+}
+
 /* Starts the next interval at the maps as they are now, reporting nothing. */
 static int baseline(struct aggregator *a, const struct iop_config *c)
 {
@@ -379,7 +423,7 @@ static int baseline(struct aggregator *a, const struct iop_config *c)
 	int r, i;
 
 	sparse_reset(&a->arena);
-	r = delta_slots(a);    /* mark_slots ran just before the predecessor's reads */
+	r = delta_slots(a);    /* mark_slots ran in hand_over */
 	a->last_mono = now_ns(CLOCK_MONOTONIC);
 	a->last_real = now_ns(CLOCK_REALTIME);
 	g = probes_globals(a->probes);
@@ -388,6 +432,36 @@ static int baseline(struct aggregator *a, const struct iop_config *c)
 	if (!r && a->threads && c->sync_enabled)
 		r = threads_collect(a->threads, c, &threads, &nthreads, &evicted);
 	prog_stats(a, &iv);
+	return r;
+}
+
+/*
+ * The cut between a and its successor: a's counters end, and the successor's start, at one
+ * instant (histograms are read right after, so a sample or two may fall between them).
+ */
+static int hand_over(struct aggregator *a)
+{
+	struct aggregator *b = a->successor;
+	uint64_t *mine = malloc((size_t)a->nslots * IOP_C_MAX * 8);
+	uint64_t *theirs = malloc((size_t)b->nslots * IOP_C_MAX * 8);
+	int r = mine && theirs ? mark_slots(b) : -ENOMEM;
+
+	if (!r && !counters_at_one_instant(a, mine, theirs))
+		log_debug("reload: IO never paused while the counters were copied; a completion "
+			  "or two may be counted on both sides or neither");
+	if (!r) {
+		a->cnt_snap = mine;
+		r = delta_slots(a);
+		a->cnt_snap = NULL;
+	}
+	if (!r) {
+		b->cnt_snap = theirs;
+		r = baseline(b, a->successor_cfg);
+		b->cnt_snap = NULL;
+	}
+	a->successor = NULL;
+	free(mine);
+	free(theirs);
 	return r;
 }
 
@@ -437,18 +511,14 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 		log_warn("cannot check the devices' in-flight counts: %s", strerror(-r));
 	else if (r > 0)
 		log_debug("%d request(s) completed without a completion event; counted now", r);
-	/* a successor's slots are listed first: only map reads lie between its reads and ours */
-	r = a->successor ? mark_slots(a->successor) : 0;
-	r = r ?: delta_slots(a);
-	if (r)
-		return r;
 	if (a->successor) {
-		/* the old maps are read: the new ones start counting for the reports here */
-		r = baseline(a->successor, a->successor_cfg);
-		a->successor = NULL;
+		r = hand_over(a);
 		if (r)
-			log_warn("the new probes' first interval may repeat IO from before the reload: "
-				 "%s", strerror(-r));
+			return r;
+	} else {
+		r = delta_slots(a);
+		if (r)
+			return r;
 	}
 	r = build_devices(a, c, &iv->ndevs);
 	if (r)

@@ -25,10 +25,10 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 		       bool final);
 
 /*
- * A reload: next (new probes, already attached beside a's) takes over at a's next collect.
- * Right after that collect has read a's maps, next reads its own and starts its first
- * interval there, reporting nothing: IO is counted once, by a up to that instant and by next
- * from it (only completions in the microseconds between the two reads can be off).
+ * A reload: next (new probes, already attached beside a's) takes over at a's next collect,
+ * which copies both sets of counters at one instant (copies that no completion changed) and
+ * starts next's first interval there, reporting nothing: IO is counted once, by a up to that
+ * instant and by next from it.
  * next_cfg: next's configuration (its thread filters).
  */
 void aggregator_hand_over(struct aggregator *a, struct aggregator *next,

@@ -373,6 +373,49 @@ static int fill_free_slots(struct probes *p)
 	return 0;
 }
 
+/*
+ * Where a program's tracepoint stands in an IO's life, latest first: completions are watched
+ * before dispatches, dispatches before submissions, sync exits before entries. An IO whose
+ * dispatch a program saw then always has its completion seen too, also while a reload's new
+ * probes come up beside the old ones (an IO recorded at dispatch but completed before the
+ * completion program came would be counted again by the in-flight sweep).
+ */
+static int attach_rank(const char *sec)
+{
+	static const char *const order[] = { "block_rq_complete", "block_rq_requeue",
+					     "block_rq_issue", "block_bio_queue", "sys_exit_",
+					     "sys_enter_" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if (strstr(sec, order[i]))
+			return (int)i;
+	return (int)i;
+}
+
+static int attach_in_order(struct iopulse_bpf *skel)
+{
+	const struct bpf_object_skeleton *s = skel->skeleton;
+	int rank, i, r;
+
+	for (rank = 0; rank <= 6; rank++) {
+		for (i = 0; i < s->prog_cnt; i++) {
+			struct bpf_program *prog = *s->progs[i].prog;
+
+			if (!bpf_program__autoload(prog) ||
+			    attach_rank(bpf_program__section_name(prog)) != rank)
+				continue;
+			*s->progs[i].link = bpf_program__attach(prog);
+			r = libbpf_get_error(*s->progs[i].link);
+			if (r) {
+				*s->progs[i].link = NULL;
+				return r < 0 ? r : -r;
+			}
+		}
+	}
+	return 0;
+}
+
 int probes_new(struct probes **out, const struct probes_opts *o, char *err, size_t errlen)
 {
 	struct probes *p;
@@ -431,7 +474,7 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 		snprintf(err, errlen, "initialising device slots failed: %s", strerror(-r));
 		goto fail;
 	}
-	r = iopulse_bpf__attach(p->skel);
+	r = attach_in_order(p->skel);
 	if (r) {
 		explain(r, "attaching the BPF programs failed", err, errlen);
 		goto fail;

@@ -108,6 +108,14 @@ static int add_config(Iopulse__V1__Info *info, const char *key, const char *valu
 	return e->key && e->value ? 0 : -ENOMEM;
 }
 
+static int add_uint(Iopulse__V1__Info *info, const char *key, unsigned int v)
+{
+	char b[16];
+
+	snprintf(b, sizeof(b), "%u", v);
+	return add_config(info, key, b);
+}
+
 static int fill_config(Iopulse__V1__Info *info, const struct info_src *s)
 {
 	const struct iop_config *c = s->config;
@@ -117,8 +125,7 @@ static int fill_config(Iopulse__V1__Info *info, const struct info_src *s)
 
 	snprintf(b, sizeof(b), "%llums", (unsigned long long)c->interval_ms);
 	r = r ?: add_config(info, "interval", b);
-	snprintf(b, sizeof(b), "%u", c->hist_precision);
-	r = r ?: add_config(info, "histogram.precision", b);
+	r = r ?: add_uint(info, "histogram.precision", c->hist_precision);
 	join_list(b, sizeof(b), c->dev_include.v, c->dev_include.n);
 	r = r ?: add_config(info, "devices.include", b);
 	join_list(b, sizeof(b), c->dev_exclude.v, c->dev_exclude.n);
@@ -135,12 +142,9 @@ static int fill_config(Iopulse__V1__Info *info, const struct info_src *s)
 	r = r ?: add_config(info, "sync.threads.include", b);
 	join_list(b, sizeof(b), c->thread_exclude.v, c->thread_exclude.n);
 	r = r ?: add_config(info, "sync.threads.exclude", b);
-	snprintf(b, sizeof(b), "%u", c->max_devices);
-	r = r ?: add_config(info, "limits.devices", b);
-	snprintf(b, sizeof(b), "%u", c->max_threads);
-	r = r ?: add_config(info, "limits.threads", b);
-	snprintf(b, sizeof(b), "%u", c->max_inflight);
-	r = r ?: add_config(info, "limits.inflight", b);
+	r = r ?: add_uint(info, "limits.devices", c->max_devices);
+	r = r ?: add_uint(info, "limits.threads", c->max_threads);
+	r = r ?: add_uint(info, "limits.inflight", c->max_inflight);
 	r = r ?: add_config(info, "ceph.osd_dir", c->ceph_osd_dir ? c->ceph_osd_dir : "");
 	r = r ?: add_config(info, "log.level", levels[c->log_level & 3]);
 	r = r ?: add_config(info, "bpf_stats", c->bpf_stats ? "true" : "false");
@@ -150,22 +154,21 @@ static int fill_config(Iopulse__V1__Info *info, const struct info_src *s)
 	r = r ?: add_config(info, "server.socket_group",
 			    c->server_socket_group ? c->server_socket_group : "");
 	r = r ?: add_config(info, "server.tcp", c->server_tcp ? c->server_tcp : "");
+	r = r ?: add_config(info, "server.tls_cert", c->server_tls_cert ? c->server_tls_cert : "");
+	r = r ?: add_config(info, "server.tls_client_ca",
+			    c->server_tls_client_ca ? c->server_tls_client_ca : "");
+	r = r ?: add_config(info, "server.insecure", c->server_insecure ? "true" : "false");
+	join_list(b, sizeof(b), c->server_mark_clients.v, c->server_mark_clients.n);
+	r = r ?: add_config(info, "server.mark_clients", b);
 	snprintf(b, sizeof(b), "%llums", (unsigned long long)c->server_ring_ms);
 	r = r ?: add_config(info, "server.ring", b);
-	snprintf(b, sizeof(b), "%u", c->server_mark_rate);
-	r = r ?: add_config(info, "server.mark_rate", b);
-	snprintf(b, sizeof(b), "%u", c->server_ring_mib);
-	r = r ?: add_config(info, "server.ring_mib", b);
-	snprintf(b, sizeof(b), "%u", c->server_mark_bytes);
-	r = r ?: add_config(info, "server.mark_bytes", b);
-	snprintf(b, sizeof(b), "%u", c->server_mark_labels);
-	r = r ?: add_config(info, "server.mark_labels", b);
-	snprintf(b, sizeof(b), "%u", c->server_open_phases);
-	r = r ?: add_config(info, "server.open_phases", b);
-	snprintf(b, sizeof(b), "%u", c->server_subscribers);
-	r = r ?: add_config(info, "server.subscribers", b);
-	snprintf(b, sizeof(b), "%u", c->server_request_bytes);
-	r = r ?: add_config(info, "server.request_bytes", b);
+	r = r ?: add_uint(info, "server.mark_rate", c->server_mark_rate);
+	r = r ?: add_uint(info, "server.ring_mib", c->server_ring_mib);
+	r = r ?: add_uint(info, "server.mark_bytes", c->server_mark_bytes);
+	r = r ?: add_uint(info, "server.mark_labels", c->server_mark_labels);
+	r = r ?: add_uint(info, "server.open_phases", c->server_open_phases);
+	r = r ?: add_uint(info, "server.subscribers", c->server_subscribers);
+	r = r ?: add_uint(info, "server.request_bytes", c->server_request_bytes);
 	return r;
 }
 

@@ -2,6 +2,7 @@
 #include "rpc_server.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <grp.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -18,10 +19,12 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
+#include <grpc/support/alloc.h>
 #include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
 #include "log.h"
+#include "pem.h"
 #include "phases.h"
 
 /* How often the loop looks for new Updates: the added delivery delay is at most this. */
@@ -96,6 +99,13 @@ struct rpc_server {
 	bool refeed;               /* a stream became ready to send again */
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct tag t_shutdown;
+	/* TLS: paths, the PEM text read last, and which read the handshakes use (tls_lock) */
+	char *tls_cert, *tls_key, *tls_ca;
+	pthread_mutex_t tls_lock;
+	char *pem_cert, *pem_key, *pem_ca;
+	uint64_t tls_gen, tls_served;
+	char **mark_clients;
+	size_t nmark_clients;
 };
 
 /* ------------------------------------------------------------------ helpers -- */
@@ -268,6 +278,54 @@ static void finish_call(struct call *c, bool headers, grpc_byte_buffer *msg,
 		grpc_byte_buffer_destroy(msg);
 }
 
+/* ------------------------------------------------------------ authorization -- */
+
+/* A name glob of server.mark_clients matches one of the client certificate's names. */
+static bool names_match(struct rpc_server *s, grpc_auth_context *ac, const char *prop)
+{
+	grpc_auth_property_iterator it = grpc_auth_context_find_properties_by_name(ac, prop);
+	const grpc_auth_property *p;
+	char name[256];
+	size_t i;
+
+	while ((p = grpc_auth_property_iterator_next(&it))) {
+		snprintf(name, sizeof(name), "%.*s", (int)p->value_length, p->value);
+		for (i = 0; i < s->nmark_clients; i++)
+			if (!fnmatch(s->mark_clients[i], name, 0))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * May this call mark phases? Over the unix socket, whoever may connect may; over TCP, a
+ * client whose certificate has a name (CN or SAN) matching server.mark_clients, or any client
+ * when a glob matches "" (the default "*": anyone the handshake let in).
+ */
+static bool may_mark(struct rpc_server *s, grpc_call *call, char *err, size_t errlen)
+{
+	char *peer = grpc_call_get_peer(call);
+	grpc_auth_context *ac;
+	bool tcp = peer && (!strncmp(peer, "ipv4:", 5) || !strncmp(peer, "ipv6:", 5)), ok = false;
+	size_t i;
+
+	gpr_free(peer);
+	if (!tcp)
+		return true;
+	for (i = 0; i < s->nmark_clients && !ok; i++)
+		ok = !fnmatch(s->mark_clients[i], "", 0);
+	ac = ok ? NULL : grpc_call_auth_context(call);
+	if (ac) {
+		ok = names_match(s, ac, GRPC_X509_CN_PROPERTY_NAME) ||
+		     names_match(s, ac, GRPC_X509_SAN_PROPERTY_NAME);
+		grpc_auth_context_release(ac);
+	}
+	if (!ok)
+		snprintf(err, errlen, "marks over TCP need a client certificate with a name matching "
+			 "server.mark_clients");
+	return ok;
+}
+
 /* --------------------------------------------------------------------- calls -- */
 
 static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size_t len)
@@ -286,6 +344,10 @@ static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size
 			snprintf(err, sizeof(err), "iopulsed is starting; try again in a moment");
 		break;
 	default:
+		if (!may_mark(s, c->call, err, sizeof(err))) {
+			finish_call(c, true, NULL, GRPC_STATUS_PERMISSION_DENIED, err);
+			return;
+		}
 		r = s->stop ? -EAGAIN : phases_submit(hub_phases(s->hub), req, len, &c->mark_id,
 						     err, sizeof(err));
 		if (!r) {
@@ -606,10 +668,96 @@ static int secure_unix(const char *path, unsigned int mode, const char *group, c
 	return 0;
 }
 
-static int add_port(struct rpc_server *s, const char *addr, char *err, size_t errlen)
+/* TLS files, read into the PEM texts the next handshake takes (all or nothing). */
+static int read_tls(struct rpc_server *s, char *err, size_t errlen)
 {
-	grpc_server_credentials *cr = grpc_insecure_server_credentials_create();
-	int port = grpc_server_add_http2_port(s->server, addr, cr);
+	char *cert = NULL, *key = NULL, *ca = NULL;
+	int r;
+
+	r = pem_read(s->tls_cert, "server.tls_cert", &cert, err, errlen);
+	r = r ?: pem_read(s->tls_key, "server.tls_key", &key, err, errlen);
+	if (!r && s->tls_ca)
+		r = pem_read(s->tls_ca, "server.tls_client_ca", &ca, err, errlen);
+	if (!r && (!strstr(cert, "CERTIFICATE-----") || !strstr(key, "PRIVATE KEY-----"))) {
+		snprintf(err, errlen, "server.tls_cert must hold a CERTIFICATE and server.tls_key a "
+			 "PRIVATE KEY (PEM)");
+		r = -EINVAL;
+	}
+	if (r) {
+		free(cert);
+		free(key);
+		free(ca);
+		return r;
+	}
+	pthread_mutex_lock(&s->tls_lock);
+	free(s->pem_cert);
+	free(s->pem_key);
+	free(s->pem_ca);
+	s->pem_cert = cert;
+	s->pem_key = key;
+	s->pem_ca = ca;
+	s->tls_gen++;
+	pthread_mutex_unlock(&s->tls_lock);
+	return 0;
+}
+
+static void free_settings(struct rpc_server *s)
+{
+	size_t i;
+
+	free(s->tls_cert);
+	free(s->tls_key);
+	free(s->tls_ca);
+	free(s->pem_cert);
+	free(s->pem_key);
+	free(s->pem_ca);
+	for (i = 0; i < s->nmark_clients; i++)
+		free(s->mark_clients[i]);
+	free(s->mark_clients);
+	pthread_mutex_destroy(&s->tls_lock);
+}
+
+/* gRPC core asks at each TCP handshake: the PEM texts, when they changed since it last asked. */
+static grpc_ssl_certificate_config_reload_status fetch_tls(void *arg,
+							   grpc_ssl_server_certificate_config **out)
+{
+	struct rpc_server *s = arg;
+	grpc_ssl_pem_key_cert_pair pair;
+	grpc_ssl_certificate_config_reload_status st = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
+
+	pthread_mutex_lock(&s->tls_lock);
+	if (s->tls_served != s->tls_gen) {
+		pair.private_key = s->pem_key;
+		pair.cert_chain = s->pem_cert;
+		*out = grpc_ssl_server_certificate_config_create(s->pem_ca, &pair, 1);
+		st = *out ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW :
+			    GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+		s->tls_served = s->tls_gen;
+	}
+	pthread_mutex_unlock(&s->tls_lock);
+	return st;
+}
+
+int rpc_server_reload_tls(struct rpc_server *s, char *err, size_t errlen)
+{
+	if (!s || !s->tls_cert)
+		return 0;
+	return read_tls(s, err, errlen);
+}
+
+static int add_port(struct rpc_server *s, const char *addr, bool tls, char *err, size_t errlen)
+{
+	grpc_server_credentials *cr;
+	int port;
+
+	if (tls)
+		cr = grpc_ssl_server_credentials_create_with_options(
+			grpc_ssl_server_credentials_create_options_using_config_fetcher(
+				s->tls_ca ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY :
+					    GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, fetch_tls, s));
+	else
+		cr = grpc_insecure_server_credentials_create();
+	port = grpc_server_add_http2_port(s->server, addr, cr);
 
 	grpc_server_credentials_release(cr);
 	if (port <= 0) {
@@ -633,6 +781,26 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		return -ENOMEM;
 	s->hub = hub;
 	s->t_shutdown.kind = T_SHUTDOWN;
+	pthread_mutex_init(&s->tls_lock, NULL);
+	if (o->tls_cert && *o->tls_cert) {
+		s->tls_cert = strdup(o->tls_cert);
+		s->tls_key = strdup(o->tls_key ? o->tls_key : "");
+		s->tls_ca = o->tls_client_ca && *o->tls_client_ca ? strdup(o->tls_client_ca) : NULL;
+	}
+	s->mark_clients = calloc(o->nmark_clients + 1, sizeof(*s->mark_clients));
+	for (m = 0; s->mark_clients && m < (int)o->nmark_clients; m++)
+		if ((s->mark_clients[m] = strdup(o->mark_clients[m])))
+			s->nmark_clients++;
+	if (!s->mark_clients || s->nmark_clients != o->nmark_clients ||
+	    (o->tls_cert && *o->tls_cert && (!s->tls_cert || !s->tls_key))) {
+		r = -ENOMEM;
+		goto fail_early;
+	}
+	if (s->tls_cert && o->tcp && *o->tcp) {
+		r = read_tls(s, err, errlen);
+		if (r)
+			goto fail_early;
+	}
 	gpr_set_log_function(grpc_log_line);
 	grpc_init();
 	/* detect vanished TCP peers; a stalled subscriber is handled by the merge policy */
@@ -664,12 +832,12 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 			goto fail;
 		snprintf(s->unix_path, sizeof(s->unix_path), "%s", o->unix_path);
 		snprintf(addr, sizeof(addr), "unix:%s", o->unix_path);
-		r = add_port(s, addr, err, errlen);
+		r = add_port(s, addr, false, err, errlen);
 		if (r < 0)
 			goto fail;
 	}
 	if (o->tcp && *o->tcp) {
-		port = add_port(s, o->tcp, err, errlen);
+		port = add_port(s, o->tcp, s->tls_cert != NULL, err, errlen);
 		if (port < 0) {
 			r = port;
 			/* the unix listener exists: gRPC core destroys a server with listeners only
@@ -708,6 +876,10 @@ fail_started:
 fail:
 	rpc_server_stop(s);
 	return r < 0 ? r : -EIO;
+fail_early:
+	free_settings(s);
+	free(s);
+	return r;
 }
 
 int rpc_server_tcp_port(const struct rpc_server *s)
@@ -739,6 +911,7 @@ struct rpc_server *rpc_server_stop(struct rpc_server *s)
 	if (s->unix_path[0])
 		unlink(s->unix_path);
 	grpc_shutdown_blocking();
+	free_settings(s);
 	free(s);
 	return NULL;
 }

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <yaml.h>
@@ -91,8 +93,13 @@ int config_init_defaults(struct iop_config *c)
 	d.server_socket = strdup(IOP_DEFAULT_SOCKET);
 	d.server_socket_group = strdup("");
 	d.server_tcp = strdup("");
+	d.server_tls_cert = strdup("");
+	d.server_tls_key = strdup("");
+	d.server_tls_client_ca = strdup("");
 	d.metrics_listen = strdup("");
 	if (!d.ceph_osd_dir || !d.server_socket || !d.server_socket_group || !d.server_tcp ||
+	    !d.server_tls_cert || !d.server_tls_key || !d.server_tls_client_ca ||
+	    strlist_append(&d.server_mark_clients, "*") < 0 ||
 	    !d.metrics_listen || strlist_append(&d.metrics_threads, "bstore_kv_sync") < 0 ||
 	    strlist_append(&d.dev_exclude, "ram*") < 0 ||
 	    strlist_append(&d.dev_exclude, "zram*") < 0) {
@@ -117,6 +124,13 @@ void config_release(struct iop_config *c)
 	c->server_socket_group = NULL;
 	free(c->server_tcp);
 	c->server_tcp = NULL;
+	free(c->server_tls_cert);
+	c->server_tls_cert = NULL;
+	free(c->server_tls_key);
+	c->server_tls_key = NULL;
+	free(c->server_tls_client_ca);
+	c->server_tls_client_ca = NULL;
+	strlist_free(&c->server_mark_clients);
 	free(c->metrics_listen);
 	c->metrics_listen = NULL;
 	strlist_free(&c->metrics_threads);
@@ -143,13 +157,18 @@ int config_copy(struct iop_config *dst, const struct iop_config *src)
 	struct iop_config d = *src;
 
 	d.dev_include = d.dev_exclude = d.thread_include = d.thread_exclude = d.metrics_threads =
-		(struct iop_strlist){ 0 };
+		d.server_mark_clients = (struct iop_strlist){ 0 };
 	d.ceph_osd_dir = d.server_socket = d.server_socket_group = d.server_tcp = NULL;
+	d.server_tls_cert = d.server_tls_key = d.server_tls_client_ca = NULL;
 	d.metrics_listen = NULL;
 	if (dup_or_null(&d.ceph_osd_dir, src->ceph_osd_dir) < 0 ||
 	    dup_or_null(&d.server_socket, src->server_socket) < 0 ||
 	    dup_or_null(&d.server_socket_group, src->server_socket_group) < 0 ||
 	    dup_or_null(&d.server_tcp, src->server_tcp) < 0 ||
+	    dup_or_null(&d.server_tls_cert, src->server_tls_cert) < 0 ||
+	    dup_or_null(&d.server_tls_key, src->server_tls_key) < 0 ||
+	    dup_or_null(&d.server_tls_client_ca, src->server_tls_client_ca) < 0 ||
+	    strlist_copy(&d.server_mark_clients, &src->server_mark_clients) < 0 ||
 	    dup_or_null(&d.metrics_listen, src->metrics_listen) < 0 ||
 	    strlist_copy(&d.metrics_threads, &src->metrics_threads) < 0 ||
 	    strlist_copy(&d.dev_include, &src->dev_include) < 0 ||
@@ -219,7 +238,7 @@ int config_parse_duration_range_ms(const char *s, uint64_t min_ms, uint64_t max_
 
 enum key_type {
 	KEY_SECTION, KEY_DURATION, KEY_UINT, KEY_BOOL, KEY_GLOBS, KEY_PATH, KEY_LOG_LEVEL,
-	KEY_MODE, KEY_GROUP, KEY_LISTEN,
+	KEY_MODE, KEY_GROUP, KEY_LISTEN, KEY_FILE,
 };
 
 struct key {
@@ -282,6 +301,11 @@ static const struct key server_keys[] = {
 	{ .name = "socket_mode", .type = KEY_MODE, .offset = FIELD(server_socket_mode) },
 	{ .name = "socket_group", .type = KEY_GROUP, .offset = FIELD(server_socket_group) },
 	{ .name = "tcp", .type = KEY_LISTEN, .offset = FIELD(server_tcp) },
+	{ .name = "tls_cert", .type = KEY_FILE, .offset = FIELD(server_tls_cert) },
+	{ .name = "tls_key", .type = KEY_FILE, .offset = FIELD(server_tls_key) },
+	{ .name = "tls_client_ca", .type = KEY_FILE, .offset = FIELD(server_tls_client_ca) },
+	{ .name = "insecure", .type = KEY_BOOL, .offset = FIELD(server_insecure) },
+	{ .name = "mark_clients", .type = KEY_GLOBS, .offset = FIELD(server_mark_clients) },
 	{ .name = "ring", .type = KEY_DURATION, .offset = FIELD(server_ring_ms) },
 	{ .name = "mark_rate", .type = KEY_UINT, .offset = FIELD(server_mark_rate),
 	  .min = 1, .max = 1000 },
@@ -549,6 +573,32 @@ static int load_path(struct loader *ld, const yaml_node_t *n, const char *key, c
 	return set_string(out, s);
 }
 
+/* "" (none) or the absolute path of a regular file this process can read now. */
+static int load_readable(struct loader *ld, const yaml_node_t *n, const char *key, char **out)
+{
+	char buf[48];
+	struct stat st;
+	const char *s;
+	int r;
+
+	if (n->type == YAML_SCALAR_NODE && !is_plain(n) && n->data.scalar.length == 0)
+		return set_string(out, "");
+	r = get_string(ld, n, key, "an absolute file path or \"\"", &s);
+	if (r < 0)
+		return r;
+	if (s[0] != '/')
+		return fail(ld, n, key, "'%s' is not an absolute path (must start with /)",
+			    shown(n, buf, sizeof(buf)));
+	if (stat(s, &st))
+		return fail(ld, n, key, "'%s': %s", shown(n, buf, sizeof(buf)), strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return fail(ld, n, key, "'%s' is not a regular file", shown(n, buf, sizeof(buf)));
+	if (access(s, R_OK))
+		return fail(ld, n, key, "'%s' cannot be read: %s", shown(n, buf, sizeof(buf)),
+			    strerror(errno));
+	return set_string(out, s);
+}
+
 static int load_mode(struct loader *ld, const yaml_node_t *n, const char *key, uint32_t *out)
 {
 	char buf[48], *end;
@@ -580,8 +630,9 @@ bool config_listen_valid(const char *s)
 	return digits == strlen(colon + 1) && digits <= 5 && atoi(colon + 1) <= 65535;
 }
 
-/* 0 when the host part of a valid "host:port" resolves, else getaddrinfo's EAI_* code. */
-static int listen_resolve(const char *s)
+/* 0 when the host part of a valid "host:port" resolves, else getaddrinfo's EAI_* code;
+ * *loopback: every address it resolves to is a loopback one (NULL: not asked). */
+static int listen_resolve(const char *s, bool *loopback)
 {
 	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *ai;
 	char host[256];
@@ -597,9 +648,54 @@ static int listen_resolve(const char *s)
 		host[len - 2] = '\0';
 	}
 	r = getaddrinfo(host, NULL, &hints, &ai);
-	if (!r)
-		freeaddrinfo(ai);
-	return r;
+	if (r)
+		return r;
+	if (loopback) {
+		*loopback = true;
+		for (struct addrinfo *a = ai; a; a = a->ai_next) {
+			if (a->ai_family == AF_INET)
+				*loopback &= (ntohl(((struct sockaddr_in *)a->ai_addr)->sin_addr.s_addr)
+					      >> 24) == 127;
+			else if (a->ai_family == AF_INET6)
+				*loopback &= IN6_IS_ADDR_LOOPBACK(
+					&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr);
+			else
+				*loopback = false;
+		}
+	}
+	freeaddrinfo(ai);
+	return 0;
+}
+
+int config_check_serving(const struct iop_config *c, char *err, size_t errlen)
+{
+	bool tls = *c->server_tls_cert, loopback = false;
+	int r;
+
+	if (!*c->server_tls_cert != !*c->server_tls_key) {
+		snprintf(err, errlen, "server.tls_cert and server.tls_key go together: set both or "
+			 "neither");
+		return -EINVAL;
+	}
+	if (*c->server_tls_client_ca && !tls) {
+		snprintf(err, errlen, "server.tls_client_ca needs server.tls_cert and server.tls_key "
+			 "(clients are verified during the TLS handshake)");
+		return -EINVAL;
+	}
+	if (!c->server_enabled || !*c->server_tcp || tls || c->server_insecure)
+		return 0;
+	r = listen_resolve(c->server_tcp, &loopback);
+	if (r) {
+		snprintf(err, errlen, "server.tcp '%s': the host does not resolve: %s", c->server_tcp,
+			 gai_strerror(r));
+		return -EINVAL;
+	}
+	if (loopback)
+		return 0;
+	snprintf(err, errlen, "server.tcp '%s' is reachable beyond this host without TLS: set "
+		 "server.tls_cert and server.tls_key, or server.insecure: true to serve it in clear "
+		 "text", c->server_tcp);
+	return -EINVAL;
 }
 
 static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,
@@ -624,7 +720,7 @@ static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, c
 			return fail(ld, n, key, "'%s' is not a listen address (host:port, e.g. "
 				    "\"0.0.0.0:7073\", \"[::]:7073\", \"127.0.0.1:0\")",
 				    shown(n, buf, sizeof(buf)));
-		r = listen_resolve(s);
+		r = listen_resolve(s, NULL);
 		if (r)
 			return fail(ld, n, key, "the host of '%s' does not resolve: %s",
 				    shown(n, buf, sizeof(buf)), gai_strerror(r));
@@ -681,6 +777,8 @@ static int load_value(struct loader *ld, const yaml_node_t *n, const struct key 
 		return load_name(ld, n, key, field, false);
 	case KEY_LISTEN:
 		return load_name(ld, n, key, field, true);
+	case KEY_FILE:
+		return load_readable(ld, n, key, field);
 	}
 	return -EINVAL;
 }

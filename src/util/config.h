@@ -27,6 +27,7 @@ struct iop_strlist {
 /* "host:port" with a port 0..65535 (server.tcp, metrics.listen, --tcp, --metrics). */
 bool config_listen_valid(const char *s);
 
+
 /* A copy of src (0 or -ENOMEM), and freeing one. */
 int iop_strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src);
 void iop_strlist_free(struct iop_strlist *l);
@@ -52,6 +53,11 @@ struct iop_config {
 	uint32_t server_socket_mode;   /* server.socket_mode: octal string, default "0660" */
 	char *server_socket_group;     /* server.socket_group: group name, "" = root's */
 	char *server_tcp;              /* server.tcp: "host:port" to listen on too, "" = none */
+	char *server_tls_cert;         /* server.tls_cert: PEM certificate chain for TCP, "" = no TLS */
+	char *server_tls_key;          /* server.tls_key: its PEM private key */
+	char *server_tls_client_ca;    /* server.tls_client_ca: PEM CAs clients must be signed by */
+	bool server_insecure;          /* server.insecure: TCP beyond loopback without TLS allowed */
+	struct iop_strlist server_mark_clients; /* server.mark_clients: who may mark over TCP */
 	uint64_t server_ring_ms;       /* server.ring: replay history kept, default 10m */
 	uint32_t server_mark_rate;     /* server.mark_rate: phase marks per second, default 20 */
 	uint32_t server_ring_mib;      /* server.ring_mib: memory the replay ring holds, default 256 */
@@ -65,6 +71,13 @@ struct iop_config {
 	struct iop_strlist metrics_threads;  /* metrics.threads: thread-name globs exported */
 	uint32_t metrics_max_threads;  /* metrics.max_threads: thread series sets exported at most */
 };
+
+/*
+ * What serving needs beyond each key alone, checked after the file and the flags: TLS files
+ * given in pairs, and a TCP address beyond loopback only with TLS or server.insecure.
+ * -EINVAL and one line in err.
+ */
+int config_check_serving(const struct iop_config *c, char *err, size_t errlen);
 
 #define IOP_DEFAULT_SOCKET "/run/iopulse/iopulse.sock"
 

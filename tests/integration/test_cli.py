@@ -226,8 +226,7 @@ def test_sighup_probe_restarts_lose_no_io(loopdev, daemon, tmp_path):
           f"{sum_op(ivs, lo.name, 'read', 'completion_unseen')}, untimed "
           f"{sum_op(ivs, lo.name, 'read', 'untimed')}")
     assert want >= fio_reads
-    # only completions in the microseconds between the old and the new maps' reads can miss
-    assert abs(reported - want) <= reloads, (reported, want)
+    assert reported == want
 
 
 def test_sigint_prints_partial_interval_and_exits_0(daemon):
@@ -362,7 +361,7 @@ def test_tcp_listener_that_cannot_start_is_an_error_not_an_abort(daemon_bin, tmp
     port = held.getsockname()[1]
     try:
         for addr, code, msg in ((f"127.0.0.1:{port}", 2, f"cannot listen on 127.0.0.1:{port}"),
-                                ("nosuchhost.invalid:7073", 2, "cannot listen on nosuchhost"),
+                                ("nosuchhost.invalid:7073", 2, "the host does not resolve"),
                                 ("127.0.0.1:99999", 2, "with a port 0..65535")):
             r = run([daemon_bin, "-c", cfg, "--no-sync", "-d", "2s", "--socket", sock,
                      "--tcp", addr])

@@ -9,7 +9,8 @@
 """
 from .client import DEFAULT_TARGET, Client, Phase, RetryPolicy, Subscription, parse_target
 from .errors import (Cancelled, DeadlineExceeded, InvalidArgument, IopulseError, NotFound,
-                     ResourceExhausted, Unavailable)
+                     PermissionDenied, ResourceExhausted, Unavailable)
+from .tls import TlsError, TlsFiles
 from .data import load
 from .histogram import Histogram
 from .model import (AgentCost, DeviceInfo, DeviceStats, Drops, HistogramLayout, Info, OpStats,
@@ -20,5 +21,5 @@ from ._version import __version__
 __all__ = ["Client", "Subscription", "Phase", "RetryPolicy", "DEFAULT_TARGET", "parse_target",
            "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "SyncLatency", "PhaseMark", "Drops",
            "Info", "ServerLimits", "DeviceInfo", "HistogramLayout", "AgentCost", "IopulseError", "Unavailable",
-           "InvalidArgument", "NotFound", "load", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
+           "InvalidArgument", "NotFound", "PermissionDenied", "TlsFiles", "TlsError", "load", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
            "__version__"]

@@ -16,6 +16,7 @@ from . import errors, unix_socket
 from ._pb import iopulse_pb2 as pb
 from ._pb import iopulse_pb2_grpc as pb_grpc
 from .model import Info, PhaseMark, Update
+from .tls import TlsFiles
 
 DEFAULT_TARGET = "unix:/run/iopulse/iopulse.sock"
 
@@ -230,7 +231,7 @@ class Client:
     def __init__(self, target: str = DEFAULT_TARGET, *, timeout: Optional[float] = 10.0,
                  connect_deadline: float = 10.0, retry: RetryPolicy = RetryPolicy(),
                  on_retry: Optional[Callable[[errors.IopulseError, float], None]] = None,
-                 session: Optional[str] = None) -> None:
+                 session: Optional[str] = None, tls: Optional[TlsFiles] = None) -> None:
         self.target = parse_target(target)
         self.session = os.environ.get(SESSION_ENV, "") if session is None else session
         self.timeout = timeout
@@ -243,10 +244,18 @@ class Client:
         self._seen_socket = False
         self._lock = threading.Lock()
         self._closed = False
-        self._channel = grpc.insecure_channel(self.target, options=RECONNECT_OPTIONS)
+        # TLS for a TCP target when files are given (tls, else $IOPULSE_TLS_*)
+        self.tls = None if self._unix_path else (tls or TlsFiles.from_env())
+        self._creds = self.tls.credentials() if self.tls else None
+        self._channel = self._new_channel(RECONNECT_OPTIONS)
         self._stub = pb_grpc.TelemetryStub(self._channel)
         self._stream_channel: Optional[grpc.Channel] = None
         self._subs: "weakref.WeakSet[Subscription]" = weakref.WeakSet()
+
+    def _new_channel(self, options: list[tuple[str, Any]]) -> grpc.Channel:
+        if self._creds is not None:
+            return grpc.secure_channel(self.target, self._creds, options=options)
+        return grpc.insecure_channel(self.target, options=options)
 
     def __repr__(self) -> str:
         return f"Client({self.target!r})"
@@ -404,8 +413,7 @@ class Client:
         self._check_open("Subscribe")
         with self._lock:
             if self._stream_channel is None:
-                self._stream_channel = grpc.insecure_channel(
-                    self.target, options=RECONNECT_OPTIONS + STREAM_OPTIONS)
+                self._stream_channel = self._new_channel(RECONNECT_OPTIONS + STREAM_OPTIONS)
             method = self._stream_channel.unary_stream(
                 "/iopulse.v1.Telemetry/Subscribe",
                 request_serializer=pb.SubscribeRequest.SerializeToString,

@@ -31,6 +31,11 @@ class ResourceExhausted(IopulseError):
     """A limit of the daemon was reached (details names it), e.g. server.mark_rate."""
 
 
+class PermissionDenied(IopulseError):
+    """The daemon refused this client the right, e.g. marks over TCP without a client
+    certificate server.mark_clients names."""
+
+
 class DeadlineExceeded(IopulseError):
     """The call did not finish within the client's timeout."""
 
@@ -44,6 +49,7 @@ _BY_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
     grpc.StatusCode.NOT_FOUND: NotFound,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
     grpc.StatusCode.CANCELLED: Cancelled,
 }
@@ -57,8 +63,11 @@ def from_rpc_error(e: grpc.RpcError, target: str, method: str) -> IopulseError:
     name = code.name if code is not None else "UNKNOWN"
     if cls is Unavailable and "shutting down" in details:
         msg = f"iopulsed at {target} is unavailable: {details}"
-    elif cls is Unavailable:
+    elif cls is Unavailable and target.startswith("unix:"):
         msg = f"cannot reach iopulsed at {target}: {details} (is iopulsed running?)"
+    elif cls is Unavailable:
+        msg = (f"cannot reach iopulsed at {target}: {details} (is iopulsed running there, and "
+               f"do --tls-ca/--tls-cert match its server.tls_* settings?)")
     else:
         msg = f"{method} at {target} failed: {name}: {details}"
     return cls(msg, target, name, details)

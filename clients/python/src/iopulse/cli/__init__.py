@@ -15,6 +15,7 @@ from typing import Optional
 from .. import __version__
 from ..client import DEFAULT_TARGET, BadTarget, Client, parse_target
 from ..errors import InvalidArgument, IopulseError
+from .. import tls
 from ..phases.fio import FioJobFileError
 from ..record.reader import RunFileError
 from ..data import MissingExtra
@@ -45,7 +46,7 @@ Exit status: 0 ok, 1 the daemon failed or cannot be reached, 2 usage error, 130 
 
 
 GLOBAL_DEFAULTS = {"target": None, "targets_file": None, "connect_timeout": 10.0,
-                   "timeout": 10.0}
+                   "timeout": 10.0, "tls_ca": None, "tls_cert": None, "tls_key": None}
 
 
 def _global_options() -> argparse.ArgumentParser:
@@ -66,6 +67,15 @@ def _global_options() -> argparse.ArgumentParser:
                         "(default 10); a missing or forbidden socket fails at once")
     o.add_argument("--timeout", type=seconds, default=argparse.SUPPRESS, metavar="S",
                    help="time limit of each info, snapshot or mark call (default 10, 0: none)")
+    o.add_argument("--tls-ca", default=argparse.SUPPRESS, metavar="PEM",
+                   help=f"TLS to a HOST:PORT target: the CA bundle that signed the daemon's "
+                        f"certificate (default ${tls.ENV_CA}; the system's CAs when only "
+                        f"--tls-cert is given)")
+    o.add_argument("--tls-cert", default=argparse.SUPPRESS, metavar="PEM",
+                   help=f"this client's certificate, for a daemon that asks for one "
+                        f"(default ${tls.ENV_CERT})")
+    o.add_argument("--tls-key", default=argparse.SUPPRESS, metavar="PEM",
+                   help=f"the key of --tls-cert (default ${tls.ENV_KEY})")
     return g
 
 
@@ -166,6 +176,14 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
         p.error("the same --target is given twice")
     args.targets = targets
     args.target = targets[0]
+    # TLS files reach every client this process (and a command it runs) makes through the
+    # environment, as if given there
+    files = {tls.ENV_CA: args.tls_ca, tls.ENV_CERT: args.tls_cert, tls.ENV_KEY: args.tls_key}
+    os.environ.update({k: v for k, v in files.items() if v})
+    try:
+        tls.TlsFiles.from_env()
+    except tls.TlsError as e:
+        p.error(str(e))
     return args
 
 
@@ -194,7 +212,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return EXIT_OK
-    except (InvalidArgument, RunFileError, FioJobFileError) as e:   # the user's input
+    except (InvalidArgument, RunFileError, FioJobFileError, tls.TlsError) as e:  # user input
         print(f"iopulse: {e}", file=sys.stderr)
         return EXIT_USAGE
     except FileExistsError as e:
