@@ -86,6 +86,7 @@ static int serving_start(const struct iop_config *c)
 	struct rpc_server_opts ro = {
 		.unix_path = c->server_socket, .unix_mode = c->server_socket_mode,
 		.unix_group = c->server_socket_group, .tcp = c->server_tcp,
+		.mark_group = c->server_mark_group,
 		.tls_cert = c->server_tls_cert, .tls_key = c->server_tls_key,
 		.tls_client_ca = c->server_tls_client_ca,
 		.mark_clients = c->server_mark_clients.v, .nmark_clients = c->server_mark_clients.n,
@@ -374,6 +375,7 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 	    fresh.server_socket_mode != cfg->server_socket_mode ||
 	    strcmp(fresh.server_socket, cfg->server_socket) ||
 	    strcmp(fresh.server_socket_group, cfg->server_socket_group) ||
+	    strcmp(fresh.server_mark_group, cfg->server_mark_group) ||
 	    strcmp(fresh.server_tcp, cfg->server_tcp) ||
 	    strcmp(fresh.metrics_listen, cfg->metrics_listen) ||
 	    fresh.metrics_precision != cfg->metrics_precision ||

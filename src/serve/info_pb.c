@@ -153,6 +153,8 @@ static int fill_config(Iopulse__V1__Info *info, const struct info_src *s)
 	r = r ?: add_config(info, "server.socket_mode", b);
 	r = r ?: add_config(info, "server.socket_group",
 			    c->server_socket_group ? c->server_socket_group : "");
+	r = r ?: add_config(info, "server.mark_group",
+			    c->server_mark_group ? c->server_mark_group : "");
 	r = r ?: add_config(info, "server.tcp", c->server_tcp ? c->server_tcp : "");
 	r = r ?: add_config(info, "server.tls_cert", c->server_tls_cert ? c->server_tls_cert : "");
 	r = r ?: add_config(info, "server.tls_client_ca",

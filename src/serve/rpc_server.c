@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <grpc/grpc_posix.h>
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -26,6 +27,7 @@
 #include "log.h"
 #include "pem.h"
 #include "phases.h"
+#include "unix_listener.h"
 
 /* How often the loop looks for new Updates: the added delivery delay is at most this. */
 #define POLL_MS 10
@@ -106,6 +108,12 @@ struct rpc_server {
 	uint64_t tls_gen, tls_served;
 	char **mark_clients;
 	size_t nmark_clients;
+	/* server.mark_group: the unix socket is accepted here, each connection's right kept */
+	struct unix_listener *ul;
+	grpc_server_credentials *fd_creds;
+	pthread_mutex_t rights_lock;
+	unsigned char *rights;     /* by fd: 1 may mark, 2 may not, 0 not ours */
+	size_t nrights;
 };
 
 /* ------------------------------------------------------------------ helpers -- */
@@ -297,19 +305,69 @@ static bool names_match(struct rpc_server *s, grpc_auth_context *ac, const char 
 	return false;
 }
 
+/* A unix connection accepted by the listener: its right recorded, then handed to gRPC core. */
+static void accepted(void *arg, int fd, bool in_group)
+{
+	struct rpc_server *s = arg;
+	unsigned char *grown;
+	size_t n;
+
+	pthread_mutex_lock(&s->rights_lock);
+	if ((size_t)fd >= s->nrights) {
+		n = (size_t)fd * 2 + 64;
+		grown = realloc(s->rights, n);
+		if (!grown) {
+			pthread_mutex_unlock(&s->rights_lock);
+			close(fd);
+			return;
+		}
+		memset(grown + s->nrights, 0, n - s->nrights);
+		s->rights = grown;
+		s->nrights = n;
+	}
+	s->rights[fd] = in_group ? 1 : 2;
+	pthread_mutex_unlock(&s->rights_lock);
+	grpc_server_add_channel_from_fd(s->server, fd, s->fd_creds);
+}
+
 /*
- * May this call mark phases? Over the unix socket, whoever may connect may; over TCP, a
- * client whose certificate has a name (CN or SAN) matching server.mark_clients, or any client
- * when a glob matches "" (the default "*": anyone the handshake let in).
+ * The right of a call that came over an accepted unix connection ("fd:N"): its fd cannot be
+ * reused while the call holds the connection open.
+ */
+static bool fd_may_mark(struct rpc_server *s, const char *peer)
+{
+	char *end;
+	long fd = strtol(peer + 3, &end, 10);
+	bool ok;
+
+	pthread_mutex_lock(&s->rights_lock);
+	ok = end != peer + 3 && fd >= 0 && (size_t)fd < s->nrights && s->rights[fd] == 1;
+	pthread_mutex_unlock(&s->rights_lock);
+	return ok;
+}
+
+/*
+ * May this call mark phases? Over the unix socket, whoever may connect may, unless
+ * server.mark_group names the group that may (and root); over TCP, a client whose certificate
+ * has a name (CN or SAN) matching server.mark_clients, or any client when a glob matches ""
+ * (the default "*": anyone the handshake let in).
  */
 static bool may_mark(struct rpc_server *s, grpc_call *call, char *err, size_t errlen)
 {
 	char *peer = grpc_call_get_peer(call);
 	grpc_auth_context *ac;
 	bool tcp = peer && (!strncmp(peer, "ipv4:", 5) || !strncmp(peer, "ipv6:", 5)), ok = false;
+	bool fdpeer = peer && !strncmp(peer, "fd:", 3);
 	size_t i;
 
+	if (fdpeer)
+		ok = fd_may_mark(s, peer);
 	gpr_free(peer);
+	if (fdpeer && !ok)
+		snprintf(err, errlen, "marks over the unix socket are for root and the group "
+			 "server.mark_group; this client is in neither");
+	if (fdpeer)
+		return ok;
 	if (!tcp)
 		return true;
 	for (i = 0; i < s->nmark_clients && !ok; i++)
@@ -714,7 +772,9 @@ static void free_settings(struct rpc_server *s)
 	for (i = 0; i < s->nmark_clients; i++)
 		free(s->mark_clients[i]);
 	free(s->mark_clients);
+	free(s->rights);
 	pthread_mutex_destroy(&s->tls_lock);
+	pthread_mutex_destroy(&s->rights_lock);
 }
 
 /* gRPC core asks at each TCP handshake: the PEM texts, when they changed since it last asked. */
@@ -782,6 +842,7 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 	s->hub = hub;
 	s->t_shutdown.kind = T_SHUTDOWN;
 	pthread_mutex_init(&s->tls_lock, NULL);
+	pthread_mutex_init(&s->rights_lock, NULL);
 	if (o->tls_cert && *o->tls_cert) {
 		s->tls_cert = strdup(o->tls_cert);
 		s->tls_key = strdup(o->tls_key ? o->tls_key : "");
@@ -832,7 +893,8 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 			goto fail;
 		snprintf(s->unix_path, sizeof(s->unix_path), "%s", o->unix_path);
 		snprintf(addr, sizeof(addr), "unix:%s", o->unix_path);
-		r = add_port(s, addr, false, err, errlen);
+		/* with server.mark_group, iopulsed accepts the socket itself (below) */
+		r = o->mark_group && *o->mark_group ? 0 : add_port(s, addr, false, err, errlen);
 		if (r < 0)
 			goto fail;
 	}
@@ -851,6 +913,17 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		s->tcp_port = port;
 	}
 	grpc_server_start(s->server);
+	if (s->unix_path[0] && o->mark_group && *o->mark_group) {
+		struct group *g = getgrnam(o->mark_group);
+
+		s->fd_creds = grpc_insecure_server_credentials_create();
+		r = g ? unix_listener_start(&s->ul, s->unix_path, g->gr_gid, accepted, s, err,
+					    errlen) : -ENOENT;
+		if (!g)
+			snprintf(err, errlen, "server.mark_group: no group named '%s'", o->mark_group);
+		if (r)
+			goto fail_started;
+	}
 	if (s->unix_path[0]) {
 		r = secure_unix(s->unix_path, o->unix_mode, o->unix_group, err, errlen);
 		if (r)
@@ -871,6 +944,7 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 	*out = s;
 	return 0;
 fail_started:
+	s->ul = unix_listener_stop(s->ul);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	shut_down(s);
 fail:
@@ -893,6 +967,7 @@ struct rpc_server *rpc_server_stop(struct rpc_server *s)
 
 	if (!s)
 		return NULL;
+	s->ul = unix_listener_stop(s->ul);     /* no connection comes in while the server stops */
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
 	if (s->thread_started)
 		pthread_join(s->thread, NULL);
@@ -910,6 +985,8 @@ struct rpc_server *rpc_server_stop(struct rpc_server *s)
 	}
 	if (s->unix_path[0])
 		unlink(s->unix_path);
+	if (s->fd_creds)
+		grpc_server_credentials_release(s->fd_creds);
 	grpc_shutdown_blocking();
 	free_settings(s);
 	free(s);

@@ -10,6 +10,7 @@ struct rpc_server_opts {
 	const char *unix_path;    /* NULL or "": no unix socket */
 	unsigned int unix_mode;   /* chmod of the socket */
 	const char *unix_group;   /* NULL or "": leave the group alone */
+	const char *mark_group;   /* NULL or "": any unix peer may mark; else root and members */
 	const char *tcp;          /* "host:port" or NULL/"" */
 	unsigned int request_bytes;  /* server.request_bytes: larger requests are refused */
 	/* TLS on the TCP listener: PEM files, NULL/"" for none (the unix socket never uses TLS) */

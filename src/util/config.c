@@ -92,12 +92,14 @@ int config_init_defaults(struct iop_config *c)
 	d.ceph_osd_dir = strdup("/var/lib/ceph/osd");
 	d.server_socket = strdup(IOP_DEFAULT_SOCKET);
 	d.server_socket_group = strdup("");
+	d.server_mark_group = strdup("");
 	d.server_tcp = strdup("");
 	d.server_tls_cert = strdup("");
 	d.server_tls_key = strdup("");
 	d.server_tls_client_ca = strdup("");
 	d.metrics_listen = strdup("");
 	if (!d.ceph_osd_dir || !d.server_socket || !d.server_socket_group || !d.server_tcp ||
+	    !d.server_mark_group ||
 	    !d.server_tls_cert || !d.server_tls_key || !d.server_tls_client_ca ||
 	    strlist_append(&d.server_mark_clients, "*") < 0 ||
 	    !d.metrics_listen || strlist_append(&d.metrics_threads, "bstore_kv_sync") < 0 ||
@@ -122,6 +124,8 @@ void config_release(struct iop_config *c)
 	c->server_socket = NULL;
 	free(c->server_socket_group);
 	c->server_socket_group = NULL;
+	free(c->server_mark_group);
+	c->server_mark_group = NULL;
 	free(c->server_tcp);
 	c->server_tcp = NULL;
 	free(c->server_tls_cert);
@@ -159,11 +163,13 @@ int config_copy(struct iop_config *dst, const struct iop_config *src)
 	d.dev_include = d.dev_exclude = d.thread_include = d.thread_exclude = d.metrics_threads =
 		d.server_mark_clients = (struct iop_strlist){ 0 };
 	d.ceph_osd_dir = d.server_socket = d.server_socket_group = d.server_tcp = NULL;
+	d.server_mark_group = NULL;
 	d.server_tls_cert = d.server_tls_key = d.server_tls_client_ca = NULL;
 	d.metrics_listen = NULL;
 	if (dup_or_null(&d.ceph_osd_dir, src->ceph_osd_dir) < 0 ||
 	    dup_or_null(&d.server_socket, src->server_socket) < 0 ||
 	    dup_or_null(&d.server_socket_group, src->server_socket_group) < 0 ||
+	    dup_or_null(&d.server_mark_group, src->server_mark_group) < 0 ||
 	    dup_or_null(&d.server_tcp, src->server_tcp) < 0 ||
 	    dup_or_null(&d.server_tls_cert, src->server_tls_cert) < 0 ||
 	    dup_or_null(&d.server_tls_key, src->server_tls_key) < 0 ||
@@ -300,6 +306,7 @@ static const struct key server_keys[] = {
 	{ .name = "socket", .type = KEY_PATH, .offset = FIELD(server_socket) },
 	{ .name = "socket_mode", .type = KEY_MODE, .offset = FIELD(server_socket_mode) },
 	{ .name = "socket_group", .type = KEY_GROUP, .offset = FIELD(server_socket_group) },
+	{ .name = "mark_group", .type = KEY_GROUP, .offset = FIELD(server_mark_group) },
 	{ .name = "tcp", .type = KEY_LISTEN, .offset = FIELD(server_tcp) },
 	{ .name = "tls_cert", .type = KEY_FILE, .offset = FIELD(server_tls_cert) },
 	{ .name = "tls_key", .type = KEY_FILE, .offset = FIELD(server_tls_key) },

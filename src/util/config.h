@@ -52,6 +52,7 @@ struct iop_config {
 	char *server_socket;           /* server.socket: default IOP_DEFAULT_SOCKET */
 	uint32_t server_socket_mode;   /* server.socket_mode: octal string, default "0660" */
 	char *server_socket_group;     /* server.socket_group: group name, "" = root's */
+	char *server_mark_group;       /* server.mark_group: who may mark over the socket, "" = all */
 	char *server_tcp;              /* server.tcp: "host:port" to listen on too, "" = none */
 	char *server_tls_cert;         /* server.tls_cert: PEM certificate chain for TCP, "" = no TLS */
 	char *server_tls_key;          /* server.tls_key: its PEM private key */

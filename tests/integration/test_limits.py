@@ -65,7 +65,10 @@ def test_client_driven_memory_is_bounded(daemon, tmp_path):
     assert "server.request_bytes" in msg
     rss1 = rss_bytes(d.pid)
     print(f"RSS {rss0 / 2**20:.1f} -> {rss1 / 2**20:.1f} MiB after 60 refused 3.8 MB marks")
-    assert rss1 - rss0 < 48 << 20
+    with open(f"/proc/{d.pid}/maps") as f:
+        asan = "libasan" in f.read()
+    # AddressSanitizer holds freed memory in its quarantine (256 MB): RSS says nothing there
+    assert asan or rss1 - rss0 < 48 << 20
     msg = refused(stub.MarkPhase, pb.MarkPhaseRequest(name="x", labels={"blob": "a" * 1000,
                                                                          "b2": "b" * 1000,
                                                                          "b3": "c" * 1000,

@@ -1,10 +1,15 @@
-"""TLS on the TCP listener, mutual TLS, who may mark, certificate reload on SIGHUP, and the
-refusal to serve clear text beyond loopback unless server.insecure says so. Certificates are
+"""TLS on the TCP listener, mutual TLS, who may mark (by certificate name over TCP, by group
+over the unix socket), certificate reload on SIGHUP, and the refusal to serve clear text
+beyond loopback unless server.insecure says so. Certificates are
 made here with openssl."""
 from __future__ import annotations
 
+import grp
+import os
+import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -144,3 +149,39 @@ def test_clear_text_beyond_loopback_needs_insecure(daemon, daemon_bin, tmp_path)
     tcp_port(d)
     assert "server.insecure: gRPC on 0.0.0.0:0 is clear text" in d.stderr_text()
     assert d.stop(signal.SIGTERM) == 0
+
+
+def test_unix_mark_group_separates_reading_from_marking(daemon, tmp_path):
+    """server.mark_group: root and the group's members (primary or supplementary) may mark over
+    the unix socket; another user who may connect still reads but may not mark."""
+    gid = grp.getgrnam("users").gr_gid
+    sockdir = tempfile.mkdtemp(prefix="iop-mg-", dir="/tmp")
+    os.chmod(sockdir, 0o755)
+    sock = os.path.join(sockdir, "d.sock")
+    cfg = tmp_path / "mg.yaml"
+    cfg.write_text('server:\n  socket_mode: "0666"\n  mark_group: users\n')
+    try:
+        d = daemon("--socket", sock, config=str(cfg))
+        with iopulse.Client(f"unix:{sock}") as c:
+            wait_for(lambda: c.info().last_seq >= 1, 10, "the first interval")
+            assert c.mark_phase("as-root").mark.id > 0
+
+        def as_nobody(groups: list[str], *args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(["setpriv", "--reuid=65534", *groups,
+                                   *iopulse_cmd("--target", f"unix:{sock}", *args)],
+                                  env=CLIENT_ENV, capture_output=True, text=True, timeout=60)
+
+        outsider = ["--regid=65534", "--clear-groups"]
+        r = as_nobody(outsider, "mark", "x")
+        print(f"\noutsider's mark: {r.stderr.strip()}")
+        assert r.returncode == 1 and "PERMISSION_DENIED" in r.stderr
+        assert "server.mark_group" in r.stderr
+        r = as_nobody(outsider, "info")
+        assert r.returncode == 0, r.stderr
+        for member in (["--regid=65534", f"--groups={gid}"], [f"--regid={gid}", "--clear-groups"]):
+            r = as_nobody(member, "mark", "member")
+            assert r.returncode == 0, (member, r.stderr)
+        assert d.stop(signal.SIGTERM) == 0, d.describe()
+        assert not os.path.exists(sock)
+    finally:
+        shutil.rmtree(sockdir, ignore_errors=True)

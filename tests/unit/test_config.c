@@ -306,7 +306,7 @@ static const struct bad_case bad_cases[] = {
 	{ "bogus: 1\n", "1:1", "bogus", "unknown key (expected interval, histogram, devices, "
 	  "sync, limits, ceph, log, bpf_stats, server, metrics)" },
 	{ "server:\n  sock: /x\n", "2:3", "server.sock", "unknown key (expected enabled, socket, "
-	  "socket_mode, socket_group, tcp, tls_cert, tls_key, tls_client_ca, insecure, mark_clients, "
+	  "socket_mode, socket_group, mark_group, tcp, tls_cert, tls_key, tls_client_ca, insecure, mark_clients, "
 	  "ring, mark_rate, ring_mib, mark_bytes, mark_labels, open_phases, "
 	  "subscribers, request_bytes)" },
 	{ "server:\n  socket_mode: \"0999\"\n", "2:16", "server.socket_mode",
