@@ -4,8 +4,9 @@
 #   requests  a client's MarkPhase, Subscribe and GetSnapshot bytes (fuzz_requests.c)
 #   sysfs     the sysfs and Ceph OSD directory readers, on trees the input describes
 #
-#   scripts/fuzz.sh [SECONDS]    each target for SECONDS (default 600), then a summary line
-#                                per target: executions, coverage (edges), features, corpus
+#   scripts/fuzz.sh [SECONDS [TARGET...]]   each target (default all three) for SECONDS
+#                                (default 600), then a summary line per target: executions,
+#                                coverage (edges), features, corpus
 #
 # Starts from tests/fuzz/corpus/TARGET and keeps what it finds in build-fuzz/corpus/TARGET
 # (the repository's corpus changes only by hand). A crash, leak, UB report or timeout saves
@@ -13,7 +14,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-600}
-case $secs in *[!0-9]* | '') echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
+case $secs in *[!0-9]* | '') echo "usage: $0 [SECONDS [config|requests|sysfs ...]]" >&2; exit 2 ;; esac
+[ $# -gt 0 ] && shift
+targets=${*:-config requests sysfs}
 if ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		clang libclang-rt-14-dev >/dev/null
@@ -22,7 +25,8 @@ fi
 	-Dman=disabled -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 ninja -C build-fuzz fuzz_config fuzz_requests fuzz_sysfs >/dev/null
 status=0
-for t in config requests sysfs; do
+for t in $targets; do
+	case $t in config | requests | sysfs) ;; *) echo "$0: no target '$t'" >&2; exit 2 ;; esac
 	mkdir -p "build-fuzz/corpus/$t" "build-fuzz/crashes/$t"
 	log="build-fuzz/fuzz_$t.log"
 	if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "build-fuzz/fuzz_$t" \

@@ -448,6 +448,11 @@ int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub 
 		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
 		return -EINVAL;
 	}
+	if (strnlen(q->session, 65) > 64) {
+		snprintf(err, errlen, "session must be at most 64 characters");
+		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+		return -EINVAL;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
@@ -473,12 +478,7 @@ int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub 
 	r = r ?: check_devices(h, q->devices, q->n_devices, err, errlen);
 	if (!r) {
 		s->next_seq = h->last_seq + 1;
-		if (strnlen(q->session, 65) > 64) {
-		snprintf(err, errlen, "session must be at most 64 characters");
-		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
-		return -EINVAL;
-	}
-	if (q->replay_seconds) {
+		if (q->replay_seconds) {
 			from = now_ns(CLOCK_MONOTONIC) - (uint64_t)q->replay_seconds * 1000000000ull;
 			for (i = 0; i < h->n; i++) {
 				const struct entry *e = &h->ring[(h->head + i) % h->cap];

@@ -80,6 +80,13 @@ def test_client_driven_memory_is_bounded(daemon, tmp_path):
     assert "9 labels: at most 8 per mark (server.mark_labels)" in msg, msg
     msg = refused(stub.GetSnapshot, pb.SnapshotRequest(devices=["d" * 100] * 1000))
     assert "server.request_bytes" in msg, msg
+    # a session over 64 characters left the hub locked: the daemon hung (found by fuzzing)
+    with pytest.raises(grpc.RpcError) as ei:
+        next(stub.Subscribe(pb.SubscribeRequest(interval_multiple=1, session="s" * 65)))
+    assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT, ei.value
+    seq = stub.GetInfo(pb.InfoRequest()).last_seq
+    wait_for(lambda: stub.GetInfo(pb.InfoRequest(), timeout=5).last_seq >= seq + 2, 10,
+             "intervals after the long session")
 
     # 50 open phases at most; 10 end, then 400 more marks (begin/end pairs) leave the snapshot
     # as small as it was

@@ -544,6 +544,36 @@ START_TEST(test_snapshot_counts_marks_and_subscribers_are_bounded)
 END_TEST
 
 /*
+ * A session over 64 characters is refused, and the hub is not left locked (it was, found by
+ * fuzz_requests: the next publish or subscribe hung the daemon).
+ */
+START_TEST(test_long_session_is_refused_without_holding_the_lock)
+{
+	Iopulse__V1__SubscribeRequest q = IOPULSE__V1__SUBSCRIBE_REQUEST__INIT;
+	char session[80], err[256];
+	struct hub_sub *sub;
+	struct iop_interval iv;
+	struct hub *h;
+	uint8_t *req;
+	size_t len;
+
+	memset(session, 's', 65);
+	session[65] = '\0';
+	q.interval_multiple = 1;
+	q.session = session;
+	ck_assert_int_eq(hub_new(&h, 1000, 60000, lim(20)), 0);
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "session must be at most 64 characters"));
+	free(req);
+	interval(&iv, 1);
+	ck_assert_int_eq(hub_publish(h, &iv), 0);
+	ck_assert_uint_eq(hub_last_seq(h), 1);
+	hub_free(h);
+}
+END_TEST
+
+/*
  * server.ring_mib: once the ring holds its limit, the oldest Updates leave before server.ring
  * has passed, and a subscriber that had not taken them still gets them, merged.
  */
@@ -604,6 +634,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_precision_change_is_not_merged);
 	tcase_add_test(tc, test_snapshot_counts_marks_and_subscribers_are_bounded);
 	tcase_add_test(tc, test_ring_is_bounded_in_bytes);
+	tcase_add_test(tc, test_long_session_is_refused_without_holding_the_lock);
 	suite_add_tcase(s, tc);
 	return s;
 }
