@@ -29,29 +29,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "tests" / "bench"))
 sys.path.insert(0, str(REPO / "clients" / "python" / "src"))
 
 from iopulse_testlib import Daemon, diskstats, sum_op, wait_idle  # noqa: E402
+from overhead import FILES, LOOPS, make_loop as attach  # noqa: E402
 
 import iopulse  # noqa: E402
 
 CHILDREN: list[subprocess.Popen] = []
-LOOPS: list[str] = []
-FILES: list[str] = []
-
-
-def sh(*args: str) -> str:
-    return subprocess.run(list(args), check=True, capture_output=True, text=True).stdout
-
-
-def attach(size_mb: int, workdir: str) -> str:
-    fd, path = tempfile.mkstemp(prefix="iopulse-soak-", suffix=".img", dir=workdir)
-    os.close(fd)
-    FILES.append(path)
-    os.truncate(path, size_mb << 20)
-    dev = sh("losetup", "--direct-io=on", "-f", "--show", path).strip()
-    LOOPS.append(dev)
-    return dev
 
 
 def detach(dev: str) -> None:
