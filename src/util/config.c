@@ -112,32 +112,29 @@ int config_init_defaults(struct iop_config *c)
 	return 0;
 }
 
+static void drop(char **s)
+{
+	free(*s);
+	*s = NULL;
+}
+
 void config_release(struct iop_config *c)
 {
 	strlist_free(&c->dev_include);
 	strlist_free(&c->dev_exclude);
 	strlist_free(&c->thread_include);
 	strlist_free(&c->thread_exclude);
-	free(c->ceph_osd_dir);
-	c->ceph_osd_dir = NULL;
-	free(c->server_socket);
-	c->server_socket = NULL;
-	free(c->server_socket_group);
-	c->server_socket_group = NULL;
-	free(c->server_mark_group);
-	c->server_mark_group = NULL;
-	free(c->server_tcp);
-	c->server_tcp = NULL;
-	free(c->server_tls_cert);
-	c->server_tls_cert = NULL;
-	free(c->server_tls_key);
-	c->server_tls_key = NULL;
-	free(c->server_tls_client_ca);
-	c->server_tls_client_ca = NULL;
 	strlist_free(&c->server_mark_clients);
-	free(c->metrics_listen);
-	c->metrics_listen = NULL;
 	strlist_free(&c->metrics_threads);
+	drop(&c->ceph_osd_dir);
+	drop(&c->server_socket);
+	drop(&c->server_socket_group);
+	drop(&c->server_mark_group);
+	drop(&c->server_tcp);
+	drop(&c->server_tls_cert);
+	drop(&c->server_tls_key);
+	drop(&c->server_tls_client_ca);
+	drop(&c->metrics_listen);
 }
 
 int iop_strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src)
