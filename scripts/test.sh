@@ -7,40 +7,117 @@
 # (scripts/test-packages.sh, test-rpm.sh, test-python-dist.sh), then the gRPC server tests
 # again against a daemon built with AddressSanitizer + UndefinedBehaviorSanitizer, a two-minute
 # soak (tests/soak/soak.py) and a short libFuzzer run of every target (scripts/fuzz.sh).
-# Run as root. Exits non-zero on any failure.
-set -eu
+#
+# Every stage runs even when an earlier one failed (but for the install and the build, which
+# the rest need); a summary prints one line per stage with its result and duration, and the
+# exit status is non-zero if any stage failed. Run as root.
+#
+#   ./scripts/test.sh                    every stage
+#   ./scripts/test.sh integration soak   only the stages named (names as in the summary)
+set -u
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
-[ -d build ] || meson setup build
-ninja -C build
-meson test -C build --suite unit --print-errorlogs
 PY=/usr/bin/python3
-PYTHONPATH=clients/python/src $PY -m pytest -q -p no:cacheprovider clients/python/tests
-$PY -m pytest -v -s -p no:cacheprovider tests/integration
-echo "== Python client as scripts/install-client.sh installs it (Debian's python3 packages)"
-./scripts/install-client.sh
-build/pyenv/bin/python -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
-	-k test_cli_info_snapshot_watch_top_against_the_daemon
-./scripts/test-client-matrix.sh
+ONLY="$*"
+SUMMARY=$(mktemp)
+trap 'rm -f "$SUMMARY"' EXIT
+FAILED=0
 
-echo "== packages: Debian (built, lintian, installed and run as the unit would), rpm, Python dist"
-./scripts/test-packages.sh
-./scripts/test-rpm.sh
-./scripts/test-python-dist.sh
+# stage NAME COMMAND...: runs COMMAND in a subshell with -e, records result and duration
+stage() {
+	name=$1; shift
+	if [ -n "$ONLY" ] && ! printf ' %s ' "$ONLY" | grep -q " $name "; then
+		return 0
+	fi
+	echo
+	echo "== stage $name"
+	t0=$(date +%s)
+	( set -e; "$@" )
+	rc=$?
+	dt=$(( $(date +%s) - t0 ))
+	if [ "$rc" -eq 0 ]; then
+		res=passed
+	else
+		res="FAILED (exit $rc)"
+		FAILED=$((FAILED + 1))
+	fi
+	printf '%-14s %-18s %4dm%02ds\n' "$name" "$res" $((dt / 60)) $((dt % 60)) >>"$SUMMARY"
+	echo "== stage $name: $res in ${dt}s"
+	return "$rc"
+}
 
-echo "== gRPC server under ASan+UBSan"
-[ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-	-Dtests=false
-ninja -C build-asan iopulsed
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-IOPULSED="$PWD/build-asan/iopulsed" \
-	$PY -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
-	tests/integration/test_phases.py tests/integration/test_prometheus.py \
-	tests/integration/test_limits.py tests/integration/test_tls.py
+summary() {
+	echo
+	echo "== summary (stage, result, duration)"
+	cat "$SUMMARY"
+	total=$(wc -l <"$SUMMARY")
+	echo "stages: $((total - FAILED)) passed, $FAILED failed"
+}
 
-echo "== soak: two minutes of load, hotplug, killed subscribers, marks and reloads"
-$PY tests/soak/soak.py --minutes 2 --report-every 20
+build() {
+	./scripts/install-deps.sh
+	[ -d build ] || meson setup build
+	ninja -C build
+}
 
-echo "== fuzzing: config loader, request handling, sysfs and Ceph readers, 30 s each"
-./scripts/fuzz.sh 30
+unit() {
+	meson test -C build --suite unit --print-errorlogs
+	PYTHONPATH=clients/python/src $PY -m pytest -q -p no:cacheprovider clients/python/tests
+}
+
+integration() {
+	$PY -m pytest -v -s -p no:cacheprovider tests/integration
+}
+
+client() {
+	echo "Python client as scripts/install-client.sh installs it (Debian's python3 packages)"
+	./scripts/install-client.sh
+	build/pyenv/bin/python -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
+		-k test_cli_info_snapshot_watch_top_against_the_daemon
+	./scripts/test-client-matrix.sh
+}
+
+packages() {
+	echo "Debian (built, lintian, installed and run as the unit would), rpm, Python dist"
+	./scripts/test-packages.sh
+	./scripts/test-rpm.sh
+	./scripts/test-python-dist.sh
+}
+
+asan() {
+	[ -d build-asan ] || meson setup build-asan -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dtests=false
+	ninja -C build-asan iopulsed
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	IOPULSED="$PWD/build-asan/iopulsed" \
+		$PY -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
+		tests/integration/test_phases.py tests/integration/test_prometheus.py \
+		tests/integration/test_limits.py tests/integration/test_tls.py
+}
+
+soak() {
+	echo "two minutes of load, hotplug, killed subscribers, marks and reloads"
+	$PY tests/soak/soak.py --minutes 2 --report-every 20
+}
+
+fuzz() {
+	echo "config loader, request handling, sysfs and Ceph readers, 30 s each"
+	./scripts/fuzz.sh 30
+}
+
+# (not inside `if`: a shell ignores set -e in a command an `if` tests, subshells included)
+stage build build
+if [ "$FAILED" -ne 0 ]; then
+	summary
+	echo "the build failed: no other stage can run" >&2
+	exit 1
+fi
+stage unit unit
+stage integration integration
+stage client client
+stage packages packages
+stage asan asan
+stage soak soak
+stage fuzz fuzz
+summary
+[ "$FAILED" -eq 0 ]
