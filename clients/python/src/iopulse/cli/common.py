@@ -62,3 +62,11 @@ def console() -> Any:
     if not c.is_terminal and "COLUMNS" not in os.environ:
         c.width = 160   # not 80: keep the ten columns of a pipe or log file readable
     return c
+
+
+def printable(s: str) -> str:
+    """s with control and other unprintable characters escaped (\\n, \\x1b), for messages
+    that quote names a user or a file chose."""
+    return "".join(ch if ch.isprintable() else
+                   {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\x{ord(ch):02x}")
+                   if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" for ch in s)

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..record.broker import Broker
 from ..record.recorder import Recorder, hook_script_path
-from .common import EXIT_OK, EXIT_USAGE, label
+from .common import EXIT_OK, EXIT_SERVER, EXIT_USAGE, label, printable
 
 HELP = "record a run: every Update of every target while a command runs, with its phases"
 EXAMPLES = """examples:
@@ -153,6 +153,28 @@ def _import_cbt(cmd: list[str], rec: Recorder, say: Any) -> None:
     say(f"cbt: {len(found)} benchmark run(s) from {archive} become phases")
 
 
+def _unmarked(plan: Any, broker: Broker, cmd: list[str], say: Any) -> int:
+    """Says which fio jobs did not become phases (their hooks did not run, or a mark was
+    refused) and returns how many; jobs fio was told to skip (--section) are not expected."""
+    sections = {cmd[i + 1] for i, a in enumerate(cmd[:-1]) if a == "--section"}
+    sections |= {a.split("=", 1)[1] for a in cmd if a.startswith("--section=")}
+    lost = 0
+    for j in plan.jobs:
+        key = f"job{j.index}"
+        if sections and j.name not in sections:
+            continue
+        missing = [w for w, seen in (("begin", broker.entered), ("end", broker.left))
+                   if key not in seen]
+        if missing:
+            lost += 1
+            say(f"fio job {j.name!r}: its phase {' and '.join(missing)} was not "
+                "marked (fio did not run its hook)")
+    for e in broker.errors:
+        lost += 1
+        say(f"a phase mark failed: {e}")
+    return lost
+
+
 def _no_keys(key: str) -> list[Any]:
     raise LookupError(f"no phases for hook key {key!r}")
 
@@ -178,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
         say(f"recording {len(targets)} host(s) into {args.output}: "
             + ", ".join(f"{s.info.hostname or '?'} ({s.client.target})" for s in rec.streams))
         status, rc = "ok", EXIT_OK
+        cmd_rc = rc
         tool = _tool(cmd) if cmd and not args.no_detect else ""
         outer_name = args.name or (os.path.basename(cmd[0]) if cmd else "record")
         labels = dict(args.label)
@@ -191,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
                 outer_name = f"rados-bench-{found.get('mode', 'unknown')}"
             labels = {**found, **labels}
         if cmd:
-            labels.setdefault("command", shlex.join(cmd)[:1024])
+            labels.setdefault("command", printable(shlex.join(cmd))[:1024])
         broker: Optional[Broker] = None
         outer = rec.begin(outer_name, labels)
         try:
@@ -201,11 +224,13 @@ def run(args: argparse.Namespace) -> int:
                            IOPULSE_TARGET=rec.clients[0].target, IOPULSE_RECORD=sock)
                 argv: list[str] = cmd
                 phases_of: Any = _no_keys
+                plan = None
                 if not args.no_detect and os.path.basename(cmd[0]) == "fio":
                     from ..phases import fio
 
                     plan = fio.plan(cmd, fio.hook_command(sys.executable, hook_script_path(),
                                                           sock), tmp)
+                    env[fio.FIO_COMMENT_VAR] = "#"
                     for note in plan.notes:
                         say(note)
                     if plan.jobs:
@@ -216,6 +241,12 @@ def run(args: argparse.Namespace) -> int:
                 # hooks, and `iopulse mark` run by the command, mark through us on every host
                 broker = Broker(sock, phases_of, rec.begin, rec.end)
                 rc, status = _run_command(argv, env, args.duration, say)
+                cmd_rc, lost = rc, rec.mark_errors
+                if plan is not None and plan.jobs and status == "ok":
+                    lost += _unmarked(plan, broker, cmd, say)
+                if lost and rc == 0:
+                    say(f"{lost} phase(s) could not be marked: exit status {EXIT_SERVER}")
+                    rc = EXIT_SERVER
                 if tool == "cbt":
                     _import_cbt(cmd, rec, say)
             else:
@@ -228,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
             rec.wait_caught_up(end)
             rec.close({"status": status, "exit_code": rc if cmd else None})
         say(f"{args.output}: {rec.progress()}, {rec.writer.file_bytes:,} bytes"
-            + (f"; command exited {rc}" if cmd else ""))
+            + (f"; command exited {cmd_rc}" if cmd else ""))
         return rc
 
 
@@ -278,7 +309,7 @@ def _wait(limit: Optional[float], rec: Recorder, say: Any) -> str:
 
 
 def _sayer() -> Any:
-    def say(msg: str) -> None:
-        print(f"iopulse record: {msg}", file=sys.stderr, flush=True)
+    def say(msg: str) -> None:      # names and errors may hold control characters
+        print(f"iopulse record: {printable(msg)}", file=sys.stderr, flush=True)
     return say
 

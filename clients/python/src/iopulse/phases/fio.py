@@ -3,7 +3,17 @@
 Live (iopulse record -- fio ...): every job gets exec_prerun/exec_postrun hooks that mark its
 begin and end through the recorder. fio runs exec_prerun in the job's thread right before its
 first IO and exec_postrun after its last completion (backend.c, thread_main), so the edges are
-exact. Clones of a job (numjobs) share one phase, from the first clone's start to the last
+exact.
+
+fio runs a hook as system("HOOK > JOBNAME.prerun.txt 2>&1") with the job name unquoted, so a
+job named `x$(cmd)` would run cmd. Our hook command therefore ends in a shell comment: the
+shell never reads what fio appends, the job name is never interpreted and no output file is
+made. fio cuts job-file lines at '#' and ';', so in a job file the '#' comes from fio's own
+${VAR} substitution of FIO_COMMENT_VAR, which the recorder sets to '#'; on the command line
+(not cut there) it is written as is. A comment ends at a line break, so a command-line job
+name holding one is refused (a job-file section name cannot hold one). Where the job has a
+hook of its own, ours runs first and the user's follows unchanged, with fio's redirection
+applying to it as it would under plain fio. Clones of a job (numjobs) share one phase, from the first clone's start to the last
 clone's end; a stonewall group of several jobs gets a phase around them.
 
 After the fact (iopulse phases import run.json): from fio's JSON output. fio >= 3.36 writes
@@ -30,8 +40,26 @@ LABEL_DEFAULTS = {"rw": "read", "bs": "4k", "iodepth": "1", "numjobs": "1", "ioe
 _ALIASES = {"readwrite": "rw", "blocksize": "bs"}
 
 
+FIO_COMMENT_VAR = "IOPULSE_FIO_COMMENT"     # set to '#' in fio's environment by record
+
+
 class FioJobFileError(ValueError):
     pass
+
+
+def chain_hook(ours: str, user: Optional[str], comment: str) -> str:
+    """The exec_prerun/exec_postrun value: our hook with its output discarded, then either the
+    user's own hook (which gets fio's redirection, as under plain fio) or a shell comment that
+    hides what fio appends (the job name) from the shell."""
+    if user:
+        return f"{ours} >/dev/null && {user}"
+    return f"{ours} >/dev/null {comment}"
+
+
+def job_name_from_header(line: str) -> str:
+    """A section header's job name as fio takes it: the line cut at ';'/'#' and stripped,
+    then everything between its first and last character ('[job#1]' is job 'jo')."""
+    return line[1:-1] if len(line) >= 2 else ""
 
 
 @dataclass
@@ -108,8 +136,8 @@ def rewrite_job_file(path: str, hook: Callable[[str, str], str], first_index: in
         if not line:
             continue
         if line.startswith("["):
-            name = line[1:line.find("]")] if "]" in line else line[1:]
-            if name == "global":
+            name = job_name_from_header(line)
+            if name.startswith("global"):       # fio: strncmp(name, "global", 6)
                 cur = glob
             else:
                 cur = dict(glob)
@@ -128,12 +156,10 @@ def rewrite_job_file(path: str, hook: Callable[[str, str], str], first_index: in
         if (jobs or first_index) and _new_group(opts):
             group += 1
         idx = first_index + i
-        jobs.append(Job(idx, name, group, _labels(opts)))
-        pre, post = hook("enter", f"job{idx}"), hook("leave", f"job{idx}")
-        if opts.get("exec_prerun"):
-            pre = f"{pre} && {opts['exec_prerun']}"
-        if opts.get("exec_postrun"):
-            post = f"{opts['exec_postrun']} || true && {post}"   # ';' ends a fio line
+        jobs.append(Job(idx, opts.get("name") or name, group, _labels(opts)))
+        comment = "${" + FIO_COMMENT_VAR + "}"
+        pre = chain_hook(hook("enter", f"job{idx}"), opts.get("exec_prerun"), comment)
+        post = chain_hook(hook("leave", f"job{idx}"), opts.get("exec_postrun"), comment)
         inserts[at] = [f"exec_prerun={pre}", f"exec_postrun={post}"]
     out = []
     for n, raw in enumerate(lines):
@@ -167,9 +193,16 @@ def plan(argv: list[str], hook: Callable[[str, str], str], out_dir: str) -> Plan
         idx = len(p.jobs)
         if p.jobs and _new_group(cmd_job):
             group += 1
-        p.jobs.append(Job(idx, cmd_job["name"], group, _labels(cmd_job)))
-        new.extend([f"--exec_prerun={hook('enter', f'job{idx}')}",
-                    f"--exec_postrun={hook('leave', f'job{idx}')}"])
+        name = cmd_job["name"]
+        if "\n" in name or "\r" in name:
+            raise FioJobFileError(f"fio job name {name!r} (--name on the command line) holds a "
+                                  "line break: record cannot mark it safely (fio would hand "
+                                  "it to the shell); rename the job or use --no-detect")
+        p.jobs.append(Job(idx, name, group, _labels(cmd_job)))
+        key = f"job{idx}"
+        pre = chain_hook(hook("enter", key), cmd_job.get("exec_prerun"), "#")
+        post = chain_hook(hook("leave", key), cmd_job.get("exec_postrun"), "#")
+        new.extend([f"--exec_prerun={pre}", f"--exec_postrun={post}"])
 
     while i < len(argv):
         a = argv[i]
@@ -180,6 +213,11 @@ def plan(argv: list[str], hook: Callable[[str, str], str], out_dir: str) -> Plan
         if a.startswith("--name="):
             close_cmd_job()
             cmd_job = dict(cmd_glob, name=a[len("--name="):])
+        elif a.startswith("--exec_prerun=") or a.startswith("--exec_postrun="):
+            k, v = a[2:].split("=", 1)      # chained into ours when the job closes
+            (cmd_job if cmd_job is not None else cmd_glob)[k] = v
+            i += 1
+            continue
         elif a.startswith("--") and "=" in a or a.startswith("--") and a[2:] in (
                 "stonewall", "wait_for_previous"):
             k, v = _option(a[2:])

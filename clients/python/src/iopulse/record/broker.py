@@ -26,6 +26,8 @@ class Broker:
         self._count: dict[str, int] = {}
         self._token: dict[str, object] = {}
         self._named: dict[str, list[object]] = {}     # iopulse mark NAME: begun, not ended
+        self.entered: set[str] = set()        # hook keys that entered / left
+        self.left: set[str] = set()
         self._lock = threading.Lock()     # marks happen one at a time, in order
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.bind(path)
@@ -72,12 +74,14 @@ class Broker:
         specs = self._phases_of(key)
         with self._lock:
             if op == "enter":
+                self.entered.add(key)
                 for pid, name, labels in specs:
                     n = self._count.get(pid, 0)
                     if n == 0:
                         self._token[pid] = self._begin(name, labels)
                     self._count[pid] = n + 1
             elif op == "leave":
+                self.left.add(key)
                 for pid, _, _ in reversed(specs):
                     n = self._count.get(pid, 0)
                     if n == 1:

@@ -4,23 +4,15 @@ Run as a plain script (standard library only, so it starts in milliseconds witho
 asks the recorder to mark the phases of KEY on every daemon and returns once they are marked,
 so IO the tool starts afterwards is counted inside the phase. It always exits 0: a failed mark
 must not fail the benchmark (fio aborts a job whose exec_prerun fails); it says so on stderr.
-fio sends a hook's output to JOB.prerun.txt / JOB.postrun.txt; an empty file made for it is
-removed again.
+It prints nothing on success (fio's stdout may be its JSON report).
 """
 import json
-import os
 import socket
 import sys
 
 
-def _drop_own_output_file() -> None:
-    try:
-        path = os.readlink("/proc/self/fd/1")
-        if (path.endswith(".prerun.txt") or path.endswith(".postrun.txt")) and \
-                os.path.getsize(path) == 0:
-            os.unlink(path)
-    except OSError:
-        pass
+def _printable(s: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
 
 
 def main(argv: list) -> int:
@@ -41,11 +33,11 @@ def main(argv: list) -> int:
                 reply += chunk
         r = json.loads(reply or b"{}")
         if not r.get("ok"):
-            sys.stderr.write(f"iopulse record: phase {op} {key}: {r.get('error', 'no reply')}\n")
+            why = _printable(str(r.get("error", "no reply")))
+            sys.stderr.write(f"iopulse record: phase {op} {key}: {why}\n")
     except (OSError, ValueError) as e:
         sys.stderr.write(f"iopulse record: phase {op} {key}: the recorder is not reachable "
-                         f"at {sock_path}: {e}\n")
-    _drop_own_output_file()
+                         f"at {_printable(sock_path)}: {e}\n")
     return 0
 
 

@@ -116,6 +116,7 @@ class Recorder:
                  say: Callable[[str], None] = lambda s: print(f"iopulse record: {s}",
                                                              file=sys.stderr)) -> None:
         self.say = say
+        self.mark_errors = 0        # marks a daemon refused or that failed
         self.session = f"record-{uuid.uuid4().hex[:12]}"
         self.clients = [Client(t, timeout=timeout, connect_deadline=connect_deadline,
                                session=self.session) for t in targets]
@@ -165,7 +166,8 @@ class Recorder:
                                                   phase_id=begin[i].id if end and begin else 0,
                                                   **labels).mark
             except IopulseError as e:
-                self.say(f"host {self.streams[i].info.hostname}: mark {name}: {e}")
+                self.mark_errors += 1
+                self.say(f"host {self.streams[i].info.hostname}: mark {name!r}: {e}")
                 self.event({"type": "mark_error", "host": i, "name": name, "end": end,
                             "error": str(e), "realtime_ns": _now_ns()})
                 return None

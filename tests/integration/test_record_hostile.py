@@ -1,0 +1,114 @@
+"""iopulse record -- fio with job names a shell would read as commands: nothing runs that
+plain fio would not run, nothing is left in the working directory, every job becomes the phase
+fio names, and a job whose phase could not be marked makes record say so and fail."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from grpc_testlib import CLIENT_ENV, iopulse_cmd
+from iopulse_testlib import wait_idle
+
+from iopulse.record import load
+from iopulse.report.metrics import phase_rows
+
+# one job per stonewall group, so each phase holds exactly its job's IO
+HOSTILE = """[global]
+filename={dev}
+direct=1
+size=16M
+bs=4k
+rw=randread
+ioengine=psync
+stonewall
+number_ios={n}
+
+[x$(touch PWNED)]
+[y`touch PWNED2`]
+[z|touch PWNED3]
+[wv;touch PWNED4]
+[sp ace]
+[sub/dir]
+[q'uote"s]
+[job#1]
+[own]
+exec_prerun=echo user-prerun-ran
+"""
+
+
+def _record(tmp_path, sock: str, cmd: list[str], cwd) -> subprocess.CompletedProcess:
+    argv = iopulse_cmd("record", "-o", str(tmp_path / "run.iopulse"), "--target",
+                       f"unix:{sock}", "--", *cmd)
+    print("+ " + " ".join(argv), flush=True)
+    p = subprocess.run(argv, env=CLIENT_ENV, capture_output=True, text=True, timeout=180,
+                       cwd=str(cwd))
+    print(p.stderr, flush=True)
+    return p
+
+
+def test_job_names_never_reach_a_shell(loopdev, daemon, tmp_path):
+    lo = loopdev("64M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    job = tmp_path / "hostile.fio"
+    job.write_text(HOSTILE.format(dev=lo.path, n=300))
+    fio_json = tmp_path / "fio.json"
+    wait_idle(lo.name)
+    p = _record(tmp_path, d.socket, ["fio", "--output-format=json", f"--output={fio_json}",
+                                     str(job)], wd)
+    assert p.returncode == 0, p.stderr
+    # nothing ran: no PWNED file anywhere fio or the shell could have made one
+    for where in (wd, tmp_path, "/"):
+        made = [f for f in os.listdir(where) if f.startswith("PWNED")]
+        assert not made, f"a job name ran a command: {made} in {where}"
+    # only the user's own hook made a file, as plain fio makes it (JOB.prerun.txt)
+    assert sorted(os.listdir(wd)) == ["own.prerun.txt"], sorted(os.listdir(wd))
+    assert (wd / "own.prerun.txt").read_text().strip() == "user-prerun-ran"
+
+    fio = {j["jobname"]: j for j in json.loads(fio_json.read_text())["jobs"]}
+    run = load(str(tmp_path / "run.iopulse"))
+    assert run.complete, run.damage
+    phases = {ph.name: ph for ph in run.phases() if ph.name != "fio"}
+    print(f"fio's job names: {sorted(fio)}\nphases: {sorted(phases)}")
+    # fio's own names: 'wv;touch PWNED4' is job 'w' and 'job#1' is job 'jo' (fio cuts a line
+    # at ';' and '#', then drops the header's last character)
+    assert "jo" in fio and "w" in fio
+    assert set(phases) == set(fio)
+    assert "not marked" not in p.stderr and "mark failed" not in p.stderr, p.stderr
+    rows, _ = phase_rows(run)
+    reads = {r.phase.name: r.values["reads"] for r in rows if r.device == lo.name}
+    for name, j in fio.items():
+        assert j["read"]["total_ios"] == 300, (name, j["read"]["total_ios"])
+        assert reads.get(name) == 300, (name, reads.get(name))
+    assert d.stop() == 0, d.describe()
+
+
+def test_unmarkable_phase_fails_the_recording(loopdev, daemon, tmp_path):
+    """A job name the daemon refuses as a phase (a control character) is not silently left
+    out: record names the job, with the character escaped, and exits non-zero."""
+    lo = loopdev("64M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    job = tmp_path / "ctl.fio"
+    job.write_text(HOSTILE.split("\n[x$")[0].format(dev=lo.path, n=50)
+                   + "\n[fine]\n[bell\x07\x1b[31mred]\n")
+    p = _record(tmp_path, d.socket, ["fio", "--output-format=json",
+                                     f"--output={tmp_path / 'fio.json'}", str(job)], tmp_path)
+    assert p.returncode != 0, p.stderr
+    assert "\x1b" not in p.stderr and "\x07" not in p.stderr, "raw control characters"
+    assert "bell\\x07\\x1b[31mred" in p.stderr, p.stderr
+    run = load(str(tmp_path / "run.iopulse"))
+    assert "fine" in {ph.name for ph in run.phases()}
+    assert d.stop() == 0, d.describe()
+
+
+def test_command_line_job_name_with_a_line_break_is_refused(loopdev, daemon, tmp_path):
+    lo = loopdev("64M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    p = _record(tmp_path, d.socket, ["fio", "--name=a\ntouch PWNED", f"--filename={lo.path}",
+                                     "--size=1M", "--rw=read"], tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert "line break" in p.stderr
+    assert not (tmp_path / "PWNED").exists()
+    assert d.stop() == 0, d.describe()
