@@ -112,3 +112,23 @@ def test_command_line_job_name_with_a_line_break_is_refused(loopdev, daemon, tmp
     assert "line break" in p.stderr
     assert not (tmp_path / "PWNED").exists()
     assert d.stop() == 0, d.describe()
+
+
+def test_refused_mark_fails_alike_inside_and_outside_record(loopdev, daemon, tmp_path):
+    """`iopulse mark` with a name the daemon refuses exits with the same status under record
+    as outside it; record reports the refusal with the name escaped and exits non-zero."""
+    lo = loopdev("64M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    bad = "line\nbreak\x1b[2J"
+    outside = subprocess.run(iopulse_cmd("mark", "--target", f"unix:{d.socket}", bad),
+                             env=CLIENT_ENV, capture_output=True, text=True, timeout=60)
+    print(f"outside record: exit {outside.returncode}: {outside.stderr!r}")
+    assert outside.returncode != 0
+    script = tmp_path / "marks.sh"
+    script.write_text(f'{" ".join(iopulse_cmd("mark"))} "$1"\necho "mark exit $?" >&2\n')
+    p = _record(tmp_path, d.socket, ["sh", str(script), bad], tmp_path)
+    assert f"mark exit {outside.returncode}" in p.stderr
+    assert p.returncode != 0
+    for err in (outside.stderr, p.stderr):
+        assert "\x1b" not in err and "line\nbreak" not in err, repr(err)
+    assert d.stop() == 0, d.describe()

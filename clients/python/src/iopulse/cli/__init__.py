@@ -21,7 +21,7 @@ from ..record.reader import RunFileError
 from ..data import MissingExtra
 from . import (compare, export, info, mark, phases, plot, record, report, snapshot, top,
                watch)
-from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, seconds,
+from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, printable, seconds,
                      target)
 
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
@@ -213,13 +213,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         os.close(devnull)
         return EXIT_OK
     except (InvalidArgument, RunFileError, FioJobFileError, tls.TlsError) as e:  # user input
-        print(f"iopulse: {e}", file=sys.stderr)
+        print(f"iopulse: {printable(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except FileExistsError as e:
         print(f"iopulse: {e.filename}: exists (--force overwrites it)", file=sys.stderr)
         return EXIT_USAGE
     except (IopulseError, MissingExtra) as e:       # the daemon, or what is installed
-        print(f"iopulse: {e}", file=sys.stderr)
+        print(f"iopulse: {printable(str(e))}", file=sys.stderr)
         return EXIT_SERVER
     except OSError as e:
         print(f"iopulse: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)

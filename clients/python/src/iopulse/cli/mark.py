@@ -48,7 +48,7 @@ def _through_recorder(sock: str, args: argparse.Namespace) -> int:
     except OSError as e:
         raise IopulseError(f"mark: the recorder at $IOPULSE_RECORD={sock} is not reachable: "
                            f"{e}", sock) from None
-    if not r.get("ok"):
+    if not r.get("ok"):     # exit 2, as outside record when the daemon refuses a mark
         raise InvalidArgument(f"mark: {r.get('error')}", sock)
     for m in r.get("marks", []):
         print(f"{'end' if m['end'] else 'begin'} {m['name']} on host {m['host']}: realtime_ns "

@@ -239,13 +239,13 @@ def run(args: argparse.Namespace) -> int:
                             f"{len({j.group for j in plan.jobs})} stonewall group(s) become "
                             "phases")
                 # hooks, and `iopulse mark` run by the command, mark through us on every host
-                broker = Broker(sock, phases_of, rec.begin, rec.end)
+                broker = Broker(sock, phases_of, rec.begin, rec.end, hosts=len(rec.clients))
                 rc, status = _run_command(argv, env, args.duration, say)
                 cmd_rc, lost = rc, rec.mark_errors
                 if plan is not None and plan.jobs and status == "ok":
                     lost += _unmarked(plan, broker, cmd, say)
                 if lost and rc == 0:
-                    say(f"{lost} phase(s) could not be marked: exit status {EXIT_SERVER}")
+                    say(f"phases could not be marked (above): exit status {EXIT_SERVER}")
                     rc = EXIT_SERVER
                 if tool == "cbt":
                     _import_cbt(cmd, rec, say)

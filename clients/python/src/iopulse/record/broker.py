@@ -17,9 +17,11 @@ PhaseSpec = tuple[str, str, dict[str, str]]
 class Broker:
     def __init__(self, path: str, phases_of: Callable[[str], list[PhaseSpec]],
                  begin: Callable[[str, dict[str, str]], object],
-                 end: Callable[[object], object]) -> None:
-        """begin(name, labels) marks a begin on every daemon and returns a token;
-        end(token) ends it."""
+                 end: Callable[[object], object], hosts: int = 0) -> None:
+        """begin(name, labels) marks a begin on every daemon and returns a token (each
+        accepting daemon's mark by host); end(token) ends it. With hosts, a named mark that
+        fewer daemons accepted is an error to the caller."""
+        self.hosts = hosts
         self.path = path
         self._phases_of = phases_of
         self._begin, self._end = begin, end
@@ -49,13 +51,15 @@ class Broker:
 
     def _handle(self, conn: socket.socket) -> None:
         with conn:
+            named = False
             try:
                 conn.settimeout(30)
                 data = read_line(conn)
                 if not data:
                     return
                 req = json.loads(data)
-                if req["op"] in ("begin", "end"):
+                named = req["op"] in ("begin", "end")
+                if named:
                     reply = {"ok": True, "marks": self.mark(
                         str(req["name"]), {str(k): str(v) for k, v in
                                            req.get("labels", {}).items()}, req["op"] == "end")}
@@ -64,7 +68,8 @@ class Broker:
                     reply = {"ok": True}
             except Exception as e:  # noqa: BLE001 - told to the hook, which tells the user
                 reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-                self.errors.append(reply["error"])
+                if not named:       # a named mark's caller (iopulse mark) reports its own
+                    self.errors.append(reply["error"])
             try:
                 conn.sendall(json.dumps(reply).encode() + b"\n")
             except OSError:
@@ -104,6 +109,10 @@ class Broker:
                     raise LookupError(f"no phase named '{name}' was begun in this recording")
                 token = stack.pop()
                 marks = self._end(token)
+        got = len(marks or {})      # type: ignore[arg-type]
+        if self.hosts and got < self.hosts:
+            raise RuntimeError(f"{self.hosts - got} of {self.hosts} daemon(s) did not take the "
+                               f"{'end' if end else 'begin'} of phase {name!r}")
         return [dict(m.to_dict(), host=h) for h, m in (marks or {}).items()]  # type: ignore
 
     def end_all(self) -> None:
