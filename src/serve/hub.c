@@ -29,6 +29,7 @@ struct hub_sub {
 	struct update_filter f;
 	pb_update *carry;           /* intervals that left the ring before it took them */
 	char *session;              /* holds this session's open phases; NULL for none */
+	char *owner;                /* who holds it (phases_submit_as) */
 	struct hub_sub *prev, *next;
 };
 
@@ -148,6 +149,7 @@ static void sub_free(struct hub_sub *s)
 	filter_release(&s->f);
 	update_free(s->carry);
 	free(s->session);
+	free(s->owner);
 	free(s);
 }
 
@@ -425,6 +427,12 @@ static int check_devices(struct hub *h, char **names, size_t n, char *err, size_
 int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub **out,
 		  char *err, size_t errlen)
 {
+	return hub_subscribe_as(h, req, len, "", out, err, errlen);
+}
+
+int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *owner,
+		     struct hub_sub **out, char *err, size_t errlen)
+{
 	Iopulse__V1__SubscribeRequest *q = iopulse__v1__subscribe_request__unpack(NULL, len, req);
 	struct hub_sub *s;
 	uint64_t from;
@@ -453,6 +461,12 @@ int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub 
 		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
 		return -EINVAL;
 	}
+	if (*q->session && !owner) {
+		snprintf(err, errlen, "a session holds phases open and ends them when it goes: it "
+			 "needs the right to mark, which this client does not have");
+		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+		return -EPERM;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
@@ -461,7 +475,8 @@ int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub 
 	s->multiple = q->interval_multiple;
 	if (*q->session) {
 		s->session = strdup(q->session);
-		if (!s->session) {
+		s->owner = strndup(owner, PHASES_OWNER_MAX - 1);
+		if (!s->session || !s->owner) {
 			iopulse__v1__subscribe_request__free_unpacked(q, NULL);
 			sub_free(s);
 			return -ENOMEM;
@@ -520,11 +535,12 @@ void hub_unsubscribe(struct hub *h, struct hub_sub *s)
 		s->next->prev = s->prev;
 	h->nsubs--;
 	for (other = h->subs; s->session && other; other = other->next)
-		if (other->session && !strcmp(other->session, s->session))
+		if (other->session && !strcmp(other->session, s->session) &&
+		    !strcmp(other->owner, s->owner))
 			break;
 	pthread_mutex_unlock(&h->lock);
 	if (s->session && !other)
-		phases_session_gone(h->phases, s->session);
+		phases_session_gone(h->phases, s->session, s->owner);
 	sub_free(s);
 }
 

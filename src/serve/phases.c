@@ -31,6 +31,7 @@ struct queue {
 
 struct open_phase {
 	pb_mark *begin;             /* own copy, stamped once its edge is taken */
+	char owner[PHASES_OWNER_MAX];   /* who opened it (phases_submit_as) */
 };
 
 struct reply {
@@ -309,8 +310,10 @@ static void open_remove(struct phases *p, size_t i)
 	p->nopen--;
 }
 
-/* Under the lock: queue pm (ending open phase `closes`, or -1) and update the open phases. */
-static int add_mark(struct phases *p, pb_mark *pm, ssize_t closes, bool reply)
+/* Under the lock: queue pm (ending open phase `closes`, or -1) and update the open phases;
+ * a begin is owned by owner. */
+static int add_mark(struct phases *p, pb_mark *pm, ssize_t closes, bool reply,
+		    const char *owner)
 {
 	pb_mark *copy = NULL;
 	size_t i;
@@ -338,9 +341,11 @@ static int add_mark(struct phases *p, pb_mark *pm, ssize_t closes, bool reply)
 		mark_free(copy);
 		return -ENOMEM;
 	}
-	if (copy)
-		p->open[p->nopen++].begin = copy;
-	else
+	if (copy) {
+		p->open[p->nopen].begin = copy;
+		snprintf(p->open[p->nopen].owner, sizeof(p->open[p->nopen].owner), "%s", owner);
+		p->nopen++;
+	} else
 		open_remove(p, (size_t)closes);
 	wake(p);
 	return 0;
@@ -348,6 +353,12 @@ static int add_mark(struct phases *p, pb_mark *pm, ssize_t closes, bool reply)
 
 int phases_submit(struct phases *p, const uint8_t *req, size_t len, uint64_t *id,
 		  char *err, size_t errlen)
+{
+	return phases_submit_as(p, req, len, "", id, err, errlen);
+}
+
+int phases_submit_as(struct phases *p, const uint8_t *req, size_t len, const char *owner,
+		     uint64_t *id, char *err, size_t errlen)
 {
 	Iopulse__V1__MarkPhaseRequest *q;
 	ssize_t closes = -1;
@@ -370,6 +381,13 @@ int phases_submit(struct phases *p, const uint8_t *req, size_t len, uint64_t *id
 		closes = find_open(p, q, err, errlen);
 		r = closes < 0 ? (int)closes : 0;
 	}
+	if (!r && q->end && *p->open[closes].begin->session &&
+	    strcmp(p->open[closes].owner, owner)) {
+		snprintf(err, errlen, "phase %llu of session '%s' was opened by another client; "
+			 "only it may end it", (unsigned long long)p->open[closes].begin->id,
+			 p->open[closes].begin->session);
+		r = -EPERM;
+	}
 	if (!r && !q->end && p->nopen >= p->lim.open_phases) {
 		snprintf(err, errlen, "%zu phases are open already, the most allowed "
 			 "(server.open_phases): end some first", p->nopen);
@@ -382,7 +400,7 @@ int phases_submit(struct phases *p, const uint8_t *req, size_t len, uint64_t *id
 	}
 	if (!r) {
 		pm = mark_from(q, q->end && !*q->name ? p->open[closes].begin->name : q->name);
-		r = pm ? add_mark(p, pm, closes, true) : -ENOMEM;
+		r = pm ? add_mark(p, pm, closes, true, owner) : -ENOMEM;
 		if (!r)
 			*id = pm->id;
 		else
@@ -407,7 +425,8 @@ static void abandon(struct phases *p, size_t i)
 		pm->end = true;
 		pm->abandoned = true;
 	}
-	if (!pm || !pm->name || !pm->session || !pm->labels || add_mark(p, pm, (ssize_t)i, false)) {
+	if (!pm || !pm->name || !pm->session || !pm->labels ||
+	    add_mark(p, pm, (ssize_t)i, false, "")) {
 		mark_free(pm);
 		fprintf(stderr, "iopulsed: warning: out of memory ending abandoned phase '%s'\n",
 			b->name);
@@ -415,7 +434,7 @@ static void abandon(struct phases *p, size_t i)
 	}
 }
 
-void phases_session_gone(struct phases *p, const char *session)
+void phases_session_gone(struct phases *p, const char *session, const char *owner)
 {
 	size_t i;
 
@@ -423,7 +442,7 @@ void phases_session_gone(struct phases *p, const char *session)
 		return;
 	pthread_mutex_lock(&p->lock);
 	for (i = p->nopen; i-- > 0;)    /* innermost first */
-		if (!strcmp(p->open[i].begin->session, session))
+		if (!strcmp(p->open[i].begin->session, session) && !strcmp(p->open[i].owner, owner))
 			abandon(p, i);
 	pthread_mutex_unlock(&p->lock);
 }

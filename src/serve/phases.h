@@ -32,9 +32,18 @@ void phases_drain_fd(struct phases *p);
  */
 int phases_submit(struct phases *p, const uint8_t *req, size_t len, uint64_t *id,
 		  char *err, size_t errlen);
+/*
+ * The same for a client known by owner (at most PHASES_OWNER_MAX - 1 bytes; phases_submit is
+ * owner ""): a phase opened in a session belongs to its opener, and an end from another
+ * owner is refused with -EPERM.
+ */
+int phases_submit_as(struct phases *p, const uint8_t *req, size_t len, const char *owner,
+		     uint64_t *id, char *err, size_t errlen);
+#define PHASES_OWNER_MAX 160
 
-/* The last stream of a session ended: its open phases end, flagged abandoned. */
-void phases_session_gone(struct phases *p, const char *session);
+/* The last stream of owner's session ended: the open phases it opened in that session end,
+ * flagged abandoned. */
+void phases_session_gone(struct phases *p, const char *session, const char *owner);
 /* iopulsed stops: every open phase ends, flagged abandoned. */
 void phases_close_all(struct phases *p);
 

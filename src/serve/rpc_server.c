@@ -187,6 +187,7 @@ static grpc_status_code status_of(int r)
 	case -ENOMEM: return GRPC_STATUS_RESOURCE_EXHAUSTED;
 	case -EBUSY: return GRPC_STATUS_RESOURCE_EXHAUSTED;
 	case -ENOENT: return GRPC_STATUS_NOT_FOUND;
+	case -EPERM: return GRPC_STATUS_PERMISSION_DENIED;
 	default: return GRPC_STATUS_INTERNAL;
 	}
 }
@@ -384,12 +385,56 @@ static bool may_mark(struct rpc_server *s, grpc_call *call, char *err, size_t er
 	return ok;
 }
 
+/*
+ * Who a call comes from, as the owner of the session phases it opens: over the unix socket
+ * the peer's uid, over TCP the client certificate's first CN (else SAN) or, without one, the
+ * peer's address without its port; so a client's reconnection is still the same owner, and
+ * another client is not.
+ */
+static void call_owner(grpc_call *call, char *out, size_t len)
+{
+	char *peer = grpc_call_get_peer(call), *end;
+	grpc_auth_context *ac = grpc_call_auth_context(call);
+	const grpc_auth_property *p = NULL;
+	grpc_auth_property_iterator it;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	long fd;
+
+	if (ac) {
+		it = grpc_auth_context_find_properties_by_name(ac, GRPC_X509_CN_PROPERTY_NAME);
+		p = grpc_auth_property_iterator_next(&it);
+		if (!p) {
+			it = grpc_auth_context_find_properties_by_name(ac,
+								       GRPC_X509_SAN_PROPERTY_NAME);
+			p = grpc_auth_property_iterator_next(&it);
+		}
+		if (p)
+			snprintf(out, len, "cert:%.*s", (int)p->value_length, p->value);
+		grpc_auth_context_release(ac);
+		if (p) {
+			gpr_free(peer);
+			return;
+		}
+	}
+	snprintf(out, len, "%s", peer ? peer : "?");
+	if (peer && !strncmp(peer, "fd:", 3)) {
+		fd = strtol(peer + 3, &end, 10);
+		if (end != peer + 3 && fd >= 0 &&
+		    !getsockopt((int)fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl))
+			snprintf(out, len, "uid:%u", (unsigned int)cred.uid);
+	} else if (peer && (end = strrchr(out, ':')) && end > out + 5) {
+		*end = '\0';     /* ipv4:1.2.3.4:5678 -> ipv4:1.2.3.4 */
+	}
+	gpr_free(peer);
+}
+
 /* --------------------------------------------------------------------- calls -- */
 
 static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size_t len)
 {
 	struct hub_msg *out = NULL;
-	char err[512] = "";
+	char err[512] = "", owner[PHASES_OWNER_MAX];
 	int r;
 
 	switch (c->m) {
@@ -406,8 +451,9 @@ static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size
 			finish_call(c, true, NULL, GRPC_STATUS_PERMISSION_DENIED, err);
 			return;
 		}
-		r = s->stop ? -EAGAIN : phases_submit(hub_phases(s->hub), req, len, &c->mark_id,
-						     err, sizeof(err));
+		call_owner(c->call, owner, sizeof(owner));
+		r = s->stop ? -EAGAIN : phases_submit_as(hub_phases(s->hub), req, len, owner,
+							&c->mark_id, err, sizeof(err));
 		if (!r) {
 			c->wnext = s->marks;   /* answered once the main loop took the edge */
 			s->marks = c;
@@ -424,11 +470,14 @@ static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size
 
 static void subscribe(struct rpc_server *s, struct call *c, const uint8_t *req, size_t len)
 {
-	char err[512] = "";
+	char err[512] = "", owner[PHASES_OWNER_MAX], why[256];
 	grpc_op op;
+	bool right = may_mark(s, c->call, why, sizeof(why));
 	int r;
 
-	r = s->stop ? -EAGAIN : hub_subscribe(s->hub, req, len, &c->sub, err, sizeof(err));
+	call_owner(c->call, owner, sizeof(owner));
+	r = s->stop ? -EAGAIN : hub_subscribe_as(s->hub, req, len, right ? owner : NULL, &c->sub,
+						 err, sizeof(err));
 	if (r) {
 		if (!err[0])
 			snprintf(err, sizeof(err), "%s", r == -EAGAIN ? "iopulsed is shutting down" :

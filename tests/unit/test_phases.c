@@ -132,6 +132,52 @@ START_TEST(test_bad_ends)
 }
 END_TEST
 
+static int mark_as(const char *owner, const char *name, bool end, const char *session,
+		   uint64_t *id)
+{
+	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
+	uint64_t dummy;
+	uint8_t *req;
+	size_t len;
+	int r;
+
+	q.name = (char *)name;
+	q.end = end;
+	q.session = (char *)session;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_ptr_nonnull(req);
+	r = phases_submit_as(p, req, len, owner, id ? id : &dummy, err, sizeof(err));
+	free(req);
+	return r;
+}
+
+/* A session's phase belongs to the client that opened it: another may not end it, neither
+ * by a mark nor by its stream of the same session going away. */
+START_TEST(test_session_phases_belong_to_their_opener)
+{
+	uint64_t a;
+	pb_mark **v;
+	size_t n;
+
+	ck_assert_int_eq(mark_as("uid:0", "fill", false, "rec", &a), 0);
+	ck_assert_int_eq(mark_as("uid:65534", "fill", true, "rec", NULL), -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, "opened by another client"));
+	phases_session_gone(p, "rec", "uid:65534");
+	v = edge(10, &n);
+	ck_assert_uint_eq(n, 1);                  /* only the begin */
+	ck_assert(!v[0]->end);
+	drop(v, n);
+	phases_session_gone(p, "rec", "uid:0");
+	v = edge(20, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert(v[0]->end && v[0]->abandoned && v[0]->begin_id == a);
+	drop(v, n);
+	/* phases without a session stay anyone's to end, as before */
+	ck_assert_int_eq(mark_as("uid:0", "free", false, "", NULL), 0);
+	ck_assert_int_eq(mark_as("uid:65534", "free", true, "", NULL), 0);
+}
+END_TEST
+
 START_TEST(test_session_gone_and_stop_end_phases_abandoned)
 {
 	uint64_t a, b, c;
@@ -143,7 +189,7 @@ START_TEST(test_session_gone_and_stop_end_phases_abandoned)
 	ck_assert_int_eq(mark("keep", false, 0, "", &c), 0);
 	v = edge(10, &n);
 	drop(v, n);
-	phases_session_gone(p, "rec");
+	phases_session_gone(p, "rec", "");
 	v = edge(20, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert(v[0]->end && v[0]->abandoned && v[0]->begin_id == b);   /* innermost first */
@@ -274,6 +320,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_nesting_and_matching);
 	tcase_add_test(tc, test_bad_ends);
 	tcase_add_test(tc, test_session_gone_and_stop_end_phases_abandoned);
+	tcase_add_test(tc, test_session_phases_belong_to_their_opener);
 	tcase_add_test(tc, test_reply_after_the_edge);
 	tcase_add_test(tc, test_rate_limit);
 	tcase_add_test(tc, test_size_label_and_open_limits);
