@@ -70,7 +70,8 @@ mkdir -m 0755 "$WORK/notify"
 /usr/bin/python3 - "$WORK/notify/sock" "$WORK/notify/got" <<'EOF' &
 import socket, sys, os, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.settimeout(60)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.settimeout(120)
+open(sys.argv[2] + ".listening", "w").close()
 with open(sys.argv[2], "a") as f:
     while True:
         msg = s.recv(4096).decode()
@@ -79,7 +80,15 @@ with open(sys.argv[2], "a") as f:
             break
 EOF
 NOTIFY_PID=$!
-sleep 0.5
+# the daemon starts once the socket is there (not after a fixed time: python starts slowly on
+# a loaded machine, and a READY=1 sent before would be lost)
+i=0
+until [ -e "$WORK/notify/got.listening" ]; do
+	i=$((i + 1))
+	[ $i -lt 600 ] || fail "the \$NOTIFY_SOCKET listener did not start in 60 s"
+	kill -0 "$NOTIFY_PID" 2>/dev/null || fail "the \$NOTIFY_SOCKET listener exited"
+	sleep 0.1
+done
 # shellcheck disable=SC2086 # ExecStart is a command line
 NOTIFY_SOCKET="$WORK/notify/sock" setpriv --reuid="$USER_" --regid="$GROUP_" --init-groups \
 	--inh-caps="-all,$CAPS" --ambient-caps="$CAPS" --bounding-set="-all,$BOUND" \
@@ -89,7 +98,7 @@ DAEMON_PID=$!
 i=0
 until grep -q "READY=1" "$WORK/notify/got" 2>/dev/null; do
 	i=$((i + 1))
-	[ $i -lt 300 ] || { cat "$WORK/daemon.err"; fail "no READY=1 on \$NOTIFY_SOCKET in 30 s"; }
+	[ $i -lt 900 ] || { cat "$WORK/daemon.err"; fail "no READY=1 on \$NOTIFY_SOCKET in 90 s"; }
 	kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$WORK/daemon.err"; fail "iopulsed exited"; }
 	sleep 0.1
 done
@@ -103,20 +112,59 @@ echo "$status" | grep -E "^Cap(Eff|Bnd|Amb)"
 	fail "socket $(stat -c '%U:%G %a' /run/iopulse/iopulse.sock)"
 
 step "IO on a loop device, read by a member of the group"
+useradd --no-create-home --shell /usr/sbin/nologin -G "$GROUP_" "$CLIENT_USER"
 truncate -s 64M "$WORK/disk.img"
 LOOP=$(losetup --direct-io=on -f --show "$WORK/disk.img")
 NAME=$(basename "$LOOP")
-sleep 1.5
-before=$(awk -v d="$NAME" '$3 == d { print $4 }' /proc/diskstats)
+# reads of the device: completed (/proc/diskstats), in flight, and iopulse's since the daemon
+# started (a snapshot as the member of the group; fails until the daemon lists the device)
+ds_reads() { awk -v d="$NAME" '$3 == d { print $4 }' /proc/diskstats; }
+ds_inflight() { awk -v d="$NAME" '$3 == d { print $12 }' /proc/diskstats; }
+iop_reads() {
+	setpriv --reuid="$CLIENT_USER" --regid="$CLIENT_USER" --init-groups \
+		/usr/bin/iopulse snapshot --json --device "$NAME" > "$WORK/snap.json" \
+		2> "$WORK/snap.err" || return 1
+	/usr/bin/python3 -c 'import json,sys; u=json.load(open(sys.argv[1])); print(sum(d["ops"]["read"]["ios"] for d in u["devices"] if d["name"] == sys.argv[2]))' "$WORK/snap.json" "$NAME"
+}
+# The baseline, before our reads: udev probes a new loop device and the daemon picks it up at
+# its next interval, both later on a loaded machine, so no fixed sleep: wait until the device
+# is idle and both counts stood still over two of the daemon's 1 s intervals (a completion the
+# kernel never reported is counted one interval after the device was idle).
+command -v udevadm >/dev/null && udevadm settle --timeout=60 || true
+prev=""
+i=0
+while :; do
+	i=$((i + 1))
+	[ $i -le 30 ] || { cat "$WORK/snap.err" 2>/dev/null
+		fail "$NAME: no steady baseline in 90 s (iopulse, diskstats: $prev)"; }
+	cur=""
+	if [ "$(ds_inflight)" = 0 ] && r=$(iop_reads); then
+		cur="$r $(ds_reads)"
+		[ "$cur" = "$prev" ] && [ "$(ds_inflight)" = 0 ] && break
+	fi
+	prev=$cur
+	sleep 3
+done
+iop_before=${cur% *}
+before=${cur#* }
 dd if="$LOOP" of=/dev/null bs=4k count=2000 iflag=direct status=none
-sleep 2.5
-after=$(awk -v d="$NAME" '$3 == d { print $4 }' /proc/diskstats)
-useradd --no-create-home --shell /usr/sbin/nologin -G "$GROUP_" "$CLIENT_USER"
-setpriv --reuid="$CLIENT_USER" --regid="$CLIENT_USER" --init-groups \
-	/usr/bin/iopulse snapshot --json --device "$NAME" > "$WORK/snap.json" ||
-	fail "iopulse snapshot as a member of $GROUP_"
-got=$(/usr/bin/python3 -c 'import json,sys; u=json.load(open(sys.argv[1])); print(sum(d["ops"]["read"]["ios"] for d in u["devices"] if d["name"] == sys.argv[2]))' "$WORK/snap.json" "$NAME")
+# the daemon counts a completion in the interval it sees it (or finds it): poll until it has
+# caught up with /proc/diskstats, with a generous deadline, then compare
+i=0
+while :; do
+	i=$((i + 1))
+	after=$(ds_reads)
+	if [ "$(ds_inflight)" = 0 ] && r=$(iop_reads); then
+		got=$((r - iop_before))
+		[ "$got" -eq $((after - before)) ] && break
+	else
+		got="?"
+	fi
+	[ $i -lt 60 ] || break
+	sleep 1
+done
 echo "$NAME: reads $got from iopulse as $CLIENT_USER; /proc/diskstats $before -> $after"
+[ "$got" != "?" ] || { cat "$WORK/snap.err"; fail "iopulse snapshot as a member of $GROUP_"; }
 [ "$got" -eq $((after - before)) ] && [ "$got" -ge 2000 ] ||
 	fail "iopulse reads $got != diskstats $((after - before))"
 

@@ -238,6 +238,8 @@ class LoopFactory:
             raise AssertionError(f"losetup printed {path!r}")
         dev = LoopDev(self, path, backing, nbytes)
         self._push(dev.detach, f"detach {path}")
+        if shutil.which("udevadm"):     # udev's probe of the new device ends before any count
+            _run(["udevadm", "settle", "--timeout=30"], check=False)
         if not dev.attached():
             raise AssertionError(f"{path} is not bound to {backing}")
         if direct_io and _sysfs_read(f"/sys/block/{dev.name}/loop/dio") != "1":

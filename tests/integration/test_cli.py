@@ -146,16 +146,21 @@ def test_sighup_bad_config_keeps_running(daemon, tmp_path):
     cfg = tmp_path / "live.yaml"
     shutil.copy(REPO / "etc" / "iopulse.yaml", cfg)
     d = daemon("--json", config=str(cfg))
-    d.next_interval(timeout=5)
+    d.next_interval(timeout=15)
     cfg.write_text("interval: 1s\nhistogram:\n  precison: 5\n")
     d.send_signal(signal.SIGHUP)
-    m = _wait_stderr(d, re.escape(str(cfg)) + r":3:3: key 'histogram.precison'.*", 5)
+    m = _wait_stderr(d, re.escape(str(cfg)) + r":3:3: key 'histogram.precison'.*", 20)
     print(f"\nstderr after SIGHUP:\n{d.stderr_text()}")
     assert m, "no error line naming file:3:3 and the key after SIGHUP with a bad config"
     d.drain()
-    ivs = [d.next_interval(timeout=5) for _ in range(2)]
+    ivs = [d.next_interval(timeout=15) for _ in range(3)]
     assert d.running(), f"daemon exited after a bad reload: {d.describe()}"
-    assert all(iv["interval_s"] == pytest.approx(1.0, rel=0.1) for iv in ivs)
+    # Still the 1 s interval, with the old precision. One interval's length moves with how
+    # late the daemon woke (a loaded machine: 0.1-0.3 s); the periodic timer keeps the mean.
+    print(f"intervals after the bad reload: {[iv['interval_s'] for iv in ivs]}")
+    assert all(0.5 < iv["interval_s"] < 1.5 for iv in ivs), [iv["interval_s"] for iv in ivs]
+    assert sum(iv["interval_s"] for iv in ivs) / len(ivs) == pytest.approx(1.0, rel=0.15)
+    assert all(iv["histogram"]["precision"] == 5 for iv in ivs)
     rc = d.stop(signal.SIGTERM)
     assert rc == 0, f"exit code {rc} on SIGTERM"
 
@@ -164,14 +169,17 @@ def test_sighup_good_config_is_applied(daemon, tmp_path):
     cfg = tmp_path / "live.yaml"
     cfg.write_text("interval: 1s\n")
     d = daemon("--json", config=str(cfg))
-    first = d.next_interval(timeout=5)
+    first = d.next_interval(timeout=15)
     cfg.write_text("interval: 200ms\n")
     d.send_signal(signal.SIGHUP)
-    iv = d.wait_for(lambda iv: iv["interval_s"] < 0.5, timeout=6, what="interval_s < 0.5")
-    nxt = d.next_interval(timeout=3)
+    iv = d.wait_for(lambda iv: iv["interval_s"] < 0.5, timeout=20, what="interval_s < 0.5")
+    nxt = [d.next_interval(timeout=10)["interval_s"] for _ in range(7)]
     print(f"\nbefore: interval_s {first['interval_s']}; "
-          f"after reload: {iv['interval_s']}, {nxt['interval_s']}")
-    assert nxt["interval_s"] == pytest.approx(0.2, rel=0.25)
+          f"after reload: {iv['interval_s']}, {nxt}")
+    # One 200 ms interval is off by however late the daemon woke (tens of ms on a loaded
+    # machine, more for one, less for the next); the median of several is the interval.
+    assert all(x < 0.6 for x in nxt), f"a 1 s interval after the reload to 200 ms: {nxt}"
+    assert sorted(nxt)[len(nxt) // 2] == pytest.approx(0.2, rel=0.25)
     assert d.running()
     rc = d.stop(signal.SIGTERM)
     assert rc == 0, f"exit code {rc} on SIGTERM"
@@ -204,10 +212,11 @@ def test_sighup_probe_restarts_lose_no_io(loopdev, daemon, tmp_path):
         for i in range(12):
             cfg.write_text(f"interval: 1s\nhistogram:\n  precision: {4 + i % 2}\n")
             d.send_signal(signal.SIGHUP)
-            wait_for_text(d, "probes attached", i + 2, 10)   # the first one at start
+            # the first one at start; loading the programs takes seconds on a loaded machine
+            wait_for_text(d, "probes attached", i + 2, 60)
             reloads += 1
             time.sleep(0.3)
-        out, err = fio.communicate(timeout=30)
+        out, err = fio.communicate(timeout=120)
     finally:
         if fio.poll() is None:
             fio.kill()
@@ -216,7 +225,16 @@ def test_sighup_probe_restarts_lose_no_io(loopdev, daemon, tmp_path):
     fio_reads = json.loads(out[out.find("{"):])["jobs"][0]["read"]["total_ios"]
     after = wait_idle(lo.name)
     n = len(d.all_intervals())
-    d.wait_for(lambda iv: True, timeout=5, what="one interval after fio")
+    # An interval that began once the device was idle: the last reload's hand-over is done
+    # (it happens at the interval edge after the reload) and the device idle for a whole
+    # interval, when the daemon counts completions the kernel did not report; SIGTERM's last
+    # interval then has whatever is left.
+    t_idle = time.monotonic_ns()
+    deadline = time.monotonic() + 30
+    while not any(iv["start_mono_ns"] >= t_idle for iv in d.all_intervals()):
+        assert d.running() and time.monotonic() < deadline, \
+            f"no interval after fio within 30 s: {d.describe()}"
+        time.sleep(0.05)
     assert d.stop(signal.SIGTERM) == 0, d.describe()
     ivs = d.all_intervals()
     reported = sum_op(ivs, lo.name, "read", "ios")
@@ -230,16 +248,23 @@ def test_sighup_probe_restarts_lose_no_io(loopdev, daemon, tmp_path):
 
 
 def test_sigint_prints_partial_interval_and_exits_0(daemon):
-    d = daemon("--json", "-i", "1s")
-    d.next_interval(timeout=5)
+    # 3 s intervals, SIGINT early in one: the last interval is clearly a partial one even
+    # when this process reads the daemon's output late (a loaded machine).
+    d = daemon("--json", "-i", "3s")
+    while True:
+        iv = d.next_interval(timeout=15)
+        if time.monotonic_ns() - iv["end_mono_ns"] < 1_000_000_000:
+            break               # read within 1 s of its end: early in the next one
     time.sleep(0.5)
     n = len(d.all_intervals())
+    t_sig = time.monotonic_ns()
     rc = d.stop(signal.SIGINT)
     new = d.all_intervals()[n:]
     print(f"\nintervals after SIGINT: {[(iv['seq'], iv['interval_s']) for iv in new]}")
     assert rc == 0, f"exit code {rc} on SIGINT: {d.describe()}"
     assert new, "no last interval printed on SIGINT"
-    assert new[-1]["interval_s"] < 0.9, "last interval is not the partial one"
+    assert new[-1]["end_mono_ns"] >= t_sig, "the last interval ended before SIGINT"
+    assert new[-1]["interval_s"] < 2.7, "last interval is not the partial one"
 
 
 # ---------------------------------------------------------------- --json schema --
@@ -302,10 +327,13 @@ def test_duration_exits_by_itself(daemon_bin):
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"seq not consecutive: {seqs}"
     for iv in ivs:
         check_interval_schema(iv)
+    # Each interval ends when the daemon wakes, late by up to a few hundred ms on a loaded
+    # machine (the next one is then as much shorter); the duration timer ends the last one.
+    print(f"  interval_s {[iv['interval_s'] for iv in ivs]}")
     for iv in ivs[:-1]:
-        assert iv["interval_s"] == pytest.approx(1.0, rel=0.1)
+        assert 0.6 < iv["interval_s"] < 1.4, f"interval of {iv['interval_s']}s at -i 1s"
     total = sum(iv["interval_s"] for iv in ivs)
-    assert total == pytest.approx(3.0, abs=0.3), f"intervals cover {total}s of -d 3s"
+    assert 2.9 <= total <= 4.0, f"intervals cover {total}s of -d 3s"
     names = {d["name"] for iv in ivs for d in iv["devices"]}
     print(f"  devices: {sorted(names)}")
     assert not [n for n in names if n.startswith(("ram", "zram"))], \
@@ -418,9 +446,12 @@ def test_check_config_refuses_what_the_daemon_would(daemon_bin, tmp_path):
         f = tmp_path / name
         f.write_text(text)
         t0 = time.monotonic()
-        r = run([daemon_bin, "--check-config", str(f)], timeout=30)
+        r = run([daemon_bin, "--check-config", str(f)], timeout=60)
         assert r.returncode == 2 and msg in r.stderr, (name, r.returncode, r.stderr)
-        assert time.monotonic() - t0 < 5, f"{name}: {time.monotonic() - t0:.1f} s"
+        # how long a name takes not to resolve is the resolver's business (timeouts and
+        # retries of resolv.conf), not the daemon's: no time bound for host.yaml
+        if name != "host.yaml":
+            assert time.monotonic() - t0 < 5, f"{name}: {time.monotonic() - t0:.1f} s"
     fifo = str(tmp_path / "fifo.yaml")
     os.mkfifo(fifo)
     t0 = time.monotonic()

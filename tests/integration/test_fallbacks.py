@@ -106,11 +106,22 @@ def test_without_tp_btf_raw_tp_counts_the_same(loopdev, daemon):
     got = {op: sum_op(ivs, lo.name, op, "ios") for op in ("read", "write")}
     qw = {op: sum(dv["ops"][op]["queue_wait_ns"]["count"] for _, dv in dev_entries(ivs, lo.name))
           for op in ("read", "write")}
-    print(f"\nattach mode {mode}; ios {got}, queue-wait samples {qw}; diskstats reads "
-          f"{truth.reads} writes {truth.writes}")
+    # IOs without a queue-wait sample: no submission time, or no latency sample at all
+    # (completions the kernel did not report, dispatches not seen)
+    rest = {op: {k: sum_op(ivs, lo.name, op, k)
+                 for k in ("no_queue_ts", "completion_unseen", "untimed")}
+            for op in ("read", "write")}
+    print(f"\nattach mode {mode}; ios {got}, queue-wait samples {qw}, without one {rest}; "
+          f"diskstats reads {truth.reads} writes {truth.writes}")
     assert mode == "raw_tp"
     assert {p for p in _programs(ivs) if not p.startswith(SYNC_PROGS)} == {
         "iop_bio_queue_raw", "iop_rq_issue_raw", "iop_rq_complete_raw", "iop_rq_requeue_raw"}
     assert got == {"read": truth.reads, "write": truth.writes}
     assert truth.reads + truth.writes == 2048
-    assert qw == got
+    # Every IO has a queue-wait sample but those the README names (a histogram's count is
+    # ios - completion_unseen - untimed); the raw_tp bio program gives nearly all of them one.
+    # A few unreported completions in 2048 IOs already cross 0.05%: 99.5% as in test_diskstats.
+    for op in ("read", "write"):
+        assert qw[op] + sum(rest[op].values()) == got[op], \
+            f"{op}: {qw[op]} queue-wait samples + {rest[op]} != {got[op]} ios"
+        assert qw[op] >= 0.995 * got[op], f"{op}: queue-wait samples for {qw[op]} of {got[op]}"

@@ -14,8 +14,32 @@ import pytest
 
 from grpc_testlib import (CLIENT_SRC, Collector, covered, ios, iopulse, nbytes, rss_kb,
                           read_pty, tcp_port, wait_for)
-from iopulse_testlib import REPO, run_fio, wait_idle
+from iopulse_testlib import run_fio, wait_idle
 
+
+def json_interval_from(d, t_ns: int, timeout: float = 30.0) -> dict:
+    """The first --json interval that began at or after t_ns (CLOCK_MONOTONIC, as
+    time.monotonic_ns() gives it). For a device idle since before t_ns, that interval and
+    those before it hold every IO the device completed, including completions the kernel never
+    reported: the daemon counts those once the device had nothing in flight for one interval
+    (README), so an interval that merely ends after the IO can still miss them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for iv in d.all_intervals():
+            if iv["start_mono_ns"] >= t_ns:
+                return iv
+        assert d.running(), d.describe()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no interval starting after {t_ns} within {timeout}s: "
+                                 f"{d.describe()}")
+        time.sleep(0.05)
+
+
+def json_seq(d, seq: int, timeout: float = 30.0) -> None:
+    """Wait until the --json line of interval seq has been read (it is printed right after the
+    interval is handed to the gRPC server, and read by a thread of this process)."""
+    wait_for(lambda: any(iv["seq"] >= seq for iv in d.all_intervals()), timeout,
+             f"--json interval {seq}")
 
 
 def json_by_seq(d, dev: str) -> dict[int, dict]:
@@ -35,13 +59,13 @@ def test_counts_over_unix_and_tcp_match_json_and_diskstats(loopdev, daemon):
     cols = [Collector(f"unix:{d.socket}"), Collector(f"127.0.0.1:{tcp_port(d)}")]
     for c in cols:
         c.start()
-    wait_for(lambda: all(c.updates for c in cols), 10, "a first Update on both transports")
+    wait_for(lambda: all(c.updates for c in cols), 30, "a first Update on both transports")
     before = wait_idle(lo.name)
     run_fio(name="iop-grpc", filename=lo.path, rw="randrw", bs="4k", ioengine="libaio",
             iodepth=8, direct=1, size="512M", number_ios=3000, randrepeat=0)
     after = wait_idle(lo.name)
-    last = d.next_interval(timeout=5)["seq"] + 1
-    wait_for(lambda: all(c.updates and c.updates[-1].seq >= last for c in cols), 10,
+    last = json_interval_from(d, time.monotonic_ns())["seq"]
+    wait_for(lambda: all(c.updates and c.updates[-1].seq >= last for c in cols), 30,
              f"interval {last} on both transports")
     for c in cols:
         c.stop()
@@ -77,11 +101,11 @@ def test_snapshot_and_info(loopdev, daemon):
     run_fio(name="iop-snap", filename=lo.path, rw="randwrite", bs="4k", ioengine="psync",
             direct=1, size="256M", number_ios=700, randrepeat=0)
     wait_idle(lo.name)
-    d.next_interval(timeout=5)
-    d.next_interval(timeout=5)
+    json_interval_from(d, time.monotonic_ns())
     with iopulse.Client(f"unix:{d.socket}") as c:
         snap = c.snapshot(devices=[lo.name])
         info = c.info()
+    json_seq(d, snap.seq)
     js = [iv for iv in d.all_intervals() if iv["seq"] <= snap.seq]
     want = sum(dv["ops"]["write"]["ios"] for iv in js for dv in iv["devices"]
                if dv["name"] == lo.name)
@@ -102,7 +126,7 @@ def test_snapshot_and_info(loopdev, daemon):
 def test_invalid_requests_get_invalid_argument(daemon):
     d = daemon("-i", "1s")
     d_ready = iopulse.Client(f"unix:{d.socket}")
-    wait_for(lambda: d_ready.info().last_seq >= 1, 10, "the first interval")
+    wait_for(lambda: d_ready.info().last_seq >= 1, 30, "the first interval")
     cases = [
         (dict(interval_multiple=0), "interval_multiple 0"),
         (dict(devices=["nosuchdev"]), "unknown device 'nosuchdev'"),
@@ -130,7 +154,7 @@ def test_hundred_subscribers_get_every_interval(loopdev, daemon):
     cols = [Collector(f"unix:{d.socket}") for _ in range(100)]
     for c in cols:
         c.start()
-    wait_for(lambda: all(c.updates for c in cols), 20, "a first Update at all 100 subscribers")
+    wait_for(lambda: all(c.updates for c in cols), 90, "a first Update at all 100 subscribers")
     load = threading.Thread(target=run_fio, kwargs=dict(
         name="iop-fan", filename=lo.path, rw="randread", bs="4k", ioengine="psync", direct=1,
         size="256M", time_based=True, runtime="5s", rate_iops=300))
@@ -144,27 +168,36 @@ def test_hundred_subscribers_get_every_interval(loopdev, daemon):
             fan.append((i.fanout_ns, i.fanout_streams))
             time.sleep(1)
     load.join()
-    time.sleep(1.5)
+    # until every subscriber has six intervals after the last one's first (on a loaded
+    # machine 100 client threads take their Updates seconds late: a fixed wait was too short)
+    first = max(c.updates[0].first_seq for c in cols)
+    wait_for(lambda: all(c.updates[-1].seq >= first + 6 for c in cols), 60,
+             f"interval {first + 6} at all 100 subscribers")
     for c in cols:
         c.stop()
     assert d.running(), d.describe()
     assert d.stop(signal.SIGTERM) == 0
-    first = max(c.updates[0].first_seq for c in cols)
     last = min(c.updates[-1].seq for c in cols)
     assert last - first >= 5, f"only intervals {first}..{last} seen by all"
-    ref = {u.seq: ios(u, lo.name, "read") for u in cols[0].updates}
+    # every subscriber that got an interval on its own got the same counts in it (one that
+    # was busy may get some intervals merged, subscriber 0 included)
+    ref: dict[int, tuple[int, int]] = {}
     for i, c in enumerate(cols):
         seqs = covered(c.updates)
         assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"subscriber {i}: gaps {seqs}"
         for u in c.updates:
             if first <= u.seq <= last and u.merged == 1:
-                assert ios(u, lo.name, "read") == ref[u.seq], f"subscriber {i} seq {u.seq}"
+                n = ios(u, lo.name, "read")
+                j, m = ref.setdefault(u.seq, (i, n))
+                assert n == m, f"seq {u.seq}: subscriber {i} {n} reads, subscriber {j} {m}"
     spread = []
     for seq in range(first, last + 1):
         at = [c.arrived[[u.seq for u in c.updates].index(seq)] for c in cols
               if seq in [u.seq for u in c.updates]]
-        spread.append(max(at) - min(at))
+        if at:      # none if every subscriber got seq merged into a later Update
+            spread.append(max(at) - min(at))
     spread.sort()
+    spread = spread or [float("nan")]
     print(f"\n100 subscribers, intervals {first}..{last}: fan-out spread (last minus first "
           f"arrival) median {spread[len(spread) // 2] * 1e3:.1f} ms, max "
           f"{spread[-1] * 1e3:.1f} ms (client threads); server hand-off of one interval to "
@@ -182,23 +215,25 @@ def test_slow_subscriber_gets_merged_updates_without_losing_counts(loopdev, daem
     fast = Collector(f"unix:{d.socket}")
     slow.start()
     fast.start()
-    wait_for(lambda: slow.updates and fast.updates, 10, "the first Update")
+    wait_for(lambda: slow.updates and fast.updates, 30, "the first Update")
     load = threading.Thread(target=run_fio, kwargs=dict(
         name="iop-slow", filename=lo.path, rw="randwrite", bs="4k", ioengine="psync", direct=1,
         size="256M", time_based=True, runtime="14s", rate_iops=500))
     load.start()
     load.join()
     wait_idle(lo.name)
-    last = d.next_interval(timeout=5)["seq"]
-    wait_for(lambda: slow.updates and slow.updates[-1].seq >= last, 15, f"interval {last}")
+    last = json_interval_from(d, time.monotonic_ns())["seq"]
+    wait_for(lambda: slow.updates and slow.updates[-1].seq >= last, 30, f"interval {last}")
     slow.stop()
     fast.stop()
     assert d.stop(signal.SIGTERM) == 0
-    # the stalled subscriber held nobody up
+    # the stalled subscriber held nobody up: had it, the fast one would have waited out its
+    # 10 s stall. (Ages are measured where this process's thread takes the Update, which on a
+    # loaded machine adds up to a second or so; unloaded they are under 0.5 s.)
     fast_ages = [a - u.end_realtime_ns / 1e9 for u, a in zip(fast.updates, fast.arrived)]
     assert all(u.merged == 1 for u in fast.updates), "the fast subscriber got merged Updates"
     assert covered(fast.updates) == list(range(fast.updates[0].seq, fast.updates[-1].seq + 1))
-    assert max(fast_ages) < 0.5, f"fast subscriber's Updates up to {max(fast_ages):.2f}s old"
+    assert max(fast_ages) < 2.0, f"fast subscriber's Updates up to {max(fast_ages):.2f}s old"
     seqs = covered(slow.updates)
     assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"intervals lost: {seqs}"
     js = json_by_seq(d, lo.name)
@@ -208,7 +243,9 @@ def test_slow_subscriber_gets_merged_updates_without_losing_counts(loopdev, daem
     ages = [(u.seq, u.merged, a - u.end_realtime_ns / 1e9) for u, a in
             zip(slow.updates, slow.arrived)]
     after_pause = ages[2:]
-    stale = [x for x in after_pause if x[2] > 1.5]
+    # older than one interval plus what a loaded machine adds on this side (see fast_ages);
+    # a backlog of the stall would be Updates up to 10 s old, one per interval
+    stale = [x for x in after_pause if x[2] > 2.5]
     print(f"\nslow subscriber: {len(slow.updates)} Updates, merged ones "
           f"{[(u.first_seq, u.seq) for u in merged]}; writes {got} == --json {want}; "
           f"(seq, merged, age s) after the 10 s pause: "
@@ -218,7 +255,7 @@ def test_slow_subscriber_gets_merged_updates_without_losing_counts(loopdev, daem
     assert merged[0].merged >= 5
     # Data older than an interval reaches it only from what sat in the HTTP/2 windows.
     assert len(stale) <= 2, f"stale Updates after the pause: {stale}"
-    assert max(a for s, m, a in after_pause if m > 1) <= 1.5
+    assert max(a for s, m, a in after_pause if m > 1) <= 2.5
 
 
 def _client_proc(target: str) -> subprocess.Popen:
@@ -242,20 +279,21 @@ def test_cancel_and_kill9_of_clients_leave_the_daemon_healthy(daemon):
         procs[1].wait(5)
         c = Collector(target)
         c.start()
-        wait_for(lambda: len(c.updates) >= 2, 10, "Updates after two clients were killed")
+        wait_for(lambda: len(c.updates) >= 2, 30, "Updates after two clients were killed")
         c.stop()                                    # cancel
         with iopulse.Client(target) as cl:
             t0 = time.monotonic()
             with pytest.raises(iopulse.DeadlineExceeded):
                 for _ in cl.subscribe(timeout=2.5):   # a deadline ends the stream
                     pass
-            assert 2.0 < time.monotonic() - t0 < 6
+            # the deadline, not a hang; how late past it is the loaded machine's business
+            assert 2.0 < time.monotonic() - t0 < 15
 
-            wait_for(lambda: cl.info().subscribers == 1, 10, "one subscriber left")
+            wait_for(lambda: cl.info().subscribers == 1, 30, "one subscriber left")
             assert d.running()
             more = Collector(target)
             more.start()
-            wait_for(lambda: len(more.updates) >= 2, 10, "a fresh subscriber")
+            wait_for(lambda: len(more.updates) >= 2, 30, "a fresh subscriber")
             more.stop()
     finally:
         for p in procs:
@@ -271,13 +309,15 @@ def test_phase_marks_arrive_in_order_everywhere(daemon):
     cols = [Collector(target) for _ in range(5)]
     for c in cols:
         c.start()
-    wait_for(lambda: all(c.updates for c in cols), 10, "a first Update")
+    wait_for(lambda: all(c.updates for c in cols), 30, "a first Update")
     with iopulse.Client(target) as cl:
         with cl.mark_phase("fill", run="7"):
             cl.mark_phase("warmup")
             time.sleep(1.2)
             cl.mark_phase("warmup", end=True)
-    time.sleep(2.5)
+    # each mark closes an interval at once; wait until its Update reached every subscriber
+    wait_for(lambda: all(sum(len(u.phases) for u in list(c.updates)) >= 4 for c in cols), 30,
+             "the four marks at every subscriber")
     for c in cols:
         c.stop()
     assert d.stop(signal.SIGTERM) == 0
@@ -300,14 +340,14 @@ def test_shutdown_ends_live_streams_with_unavailable(loopdev, daemon):
     cols = [Collector(f"unix:{d.socket}") for _ in range(3)]
     for c in cols:
         c.start()
-    wait_for(lambda: all(c.updates for c in cols), 10, "a first Update")
+    wait_for(lambda: all(c.updates for c in cols), 30, "a first Update")
     before = wait_idle(lo.name)
     run_fio(name="iop-bye", filename=lo.path, rw="randwrite", bs="4k", ioengine="psync",
             direct=1, size="256M", number_ios=400, randrepeat=0)
     after = wait_idle(lo.name)
     assert d.stop(signal.SIGTERM) == 0, d.describe()   # mid-interval: IO not published yet
     for c in cols:
-        c.join(10)
+        c.join(30)
         assert not c.is_alive()
         assert isinstance(c.error, iopulse.Unavailable), repr(c.error)
         assert "shutting down" in str(c.error)
@@ -332,10 +372,17 @@ def test_top_renders_in_a_pseudo_terminal(loopdev, daemon):
             name="iop-top", filename=lo.path, rw="randread", bs="4k", ioengine="psync",
             direct=1, size="256M", time_based=True, runtime="4s", rate_iops=200))
         load.start()
+        # until the device is on the screen and redrawn (a loaded machine takes seconds to
+        # start Python with grpc and rich): at least 6 s, at most 60
+        deadline = time.monotonic() + 60
         screen += read_pty(master, 6)
+        while time.monotonic() < deadline and not (
+                lo.name.encode() in screen and b"IOPS" in screen
+                and screen.count(b"\x1b[") >= 2):
+            screen += read_pty(master, 1)
         load.join()
         p.send_signal(signal.SIGINT)
-        rc = p.wait(10)
+        rc = p.wait(30)
     finally:
         if p.poll() is None:
             p.kill()
@@ -373,8 +420,11 @@ def test_cli_info_snapshot_watch_top_against_the_daemon(loopdev, daemon):
 
     out = run("info", "--target", f"unix:{d.socket}")
     assert out.startswith("iopulsed ") and lo.name in out, out
-    deadline = time.monotonic() + 10
-    while True:   # until the interval holding the last IO is published (no other IO here)
+    # until the interval holding the last IO is published (no other IO here); a completion
+    # the kernel did not report is counted an interval after the device went idle, and each
+    # try starts Python with grpc (seconds on a loaded machine)
+    deadline = time.monotonic() + 60
+    while True:
         snap = json.loads(run("snapshot", "--json", "--device", lo.name, "--target", d.socket))
         w = snap["devices"][0]["ops"]["write"]
         if w["ios"] >= truth.writes or time.monotonic() > deadline:

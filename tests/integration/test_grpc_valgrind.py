@@ -7,7 +7,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 
 import pytest
 
@@ -33,12 +32,13 @@ def test_no_definite_leaks_under_valgrind(daemon_bin, default_config, tmp_path):
         target = f"unix:{sock}"
         c = Collector(target)
         c.start()
-        wait_for(lambda: len(c.updates) >= 3, 60, "three Updates")
+        wait_for(lambda: len(c.updates) >= 3, 120, "three Updates")
         killed = _client_proc(target)
         assert killed.stdout.readline().strip()
         killed.kill()
         killed.wait(5)
-        with iopulse.Client(target) as cl:
+        # under valgrind on a loaded machine a call can take longer than the default 10 s
+        with iopulse.Client(target, timeout=120, connect_deadline=120) as cl:
             cl.info()
             cl.snapshot()
             with cl.mark_phase("leak-check"):
@@ -48,7 +48,7 @@ def test_no_definite_leaks_under_valgrind(daemon_bin, default_config, tmp_path):
         c.stop()
         late = Collector(target)        # a stream still open at shutdown
         late.start()
-        wait_for(lambda: late.updates, 30, "an Update")
+        wait_for(lambda: late.updates, 120, "an Update")
         p.send_signal(signal.SIGTERM)
         rc = p.wait(120)
         late.join(10)

@@ -4,7 +4,6 @@ key, GetInfo reports the limits, and the snapshot counts marks instead of keepin
 from __future__ import annotations
 
 import signal
-import time
 
 import grpc
 import pytest
@@ -33,6 +32,17 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
+def marks_size(u) -> int:
+    """Bytes of a snapshot without its devices and threads: what marks can grow. The rest is
+    what the machine does meanwhile (a busy disk fills more histogram buckets, every thread
+    that syncs is kept since start: 0.2-3 KiB each), not something a client controls."""
+    c = pb.Update()
+    c.CopyFrom(u)
+    c.ClearField("devices")
+    c.ClearField("threads")
+    return c.ByteSize()
+
+
 def refused(call, *args) -> str:
     with pytest.raises(grpc.RpcError) as ei:
         r = call(*args)
@@ -48,7 +58,7 @@ def test_client_driven_memory_is_bounded(daemon, tmp_path):
     d = daemon(config=str(cfg))
     target = f"unix:{d.socket}"
     with iopulse.Client(target) as c:
-        wait_for(lambda: c.info().last_seq >= 1, 10, "the first interval")
+        wait_for(lambda: c.info().last_seq >= 1, 30, "the first interval")
         lm = c.info().limits
     assert lm is not None
     assert (lm.mark_rate, lm.mark_bytes, lm.mark_labels, lm.open_phases, lm.subscribers,
@@ -85,7 +95,7 @@ def test_client_driven_memory_is_bounded(daemon, tmp_path):
         next(stub.Subscribe(pb.SubscribeRequest(interval_multiple=1, session="s" * 65)))
     assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT, ei.value
     seq = stub.GetInfo(pb.InfoRequest()).last_seq
-    wait_for(lambda: stub.GetInfo(pb.InfoRequest(), timeout=5).last_seq >= seq + 2, 10,
+    wait_for(lambda: stub.GetInfo(pb.InfoRequest(), timeout=10).last_seq >= seq + 2, 30,
              "intervals after the long session")
 
     # 50 open phases at most; 10 end, then 400 more marks (begin/end pairs) leave the snapshot
@@ -96,16 +106,18 @@ def test_client_driven_memory_is_bounded(daemon, tmp_path):
     assert "50 phases are open already, the most allowed (server.open_phases)" in msg, msg
     for i in range(10):
         stub.MarkPhase(pb.MarkPhaseRequest(name=f"open{i}", end=True))
-    snap0 = stub.GetSnapshot(pb.SnapshotRequest()).ByteSize()
+    first = stub.GetSnapshot(pb.SnapshotRequest())
+    snap0 = marks_size(first)
     for i in range(200):
         stub.MarkPhase(pb.MarkPhaseRequest(name="step", labels={"i": str(i)}))
         stub.MarkPhase(pb.MarkPhaseRequest(name="step", end=True))
     snap = stub.GetSnapshot(pb.SnapshotRequest())
-    print(f"snapshot: {snap0} bytes after 60 marks, {snap.ByteSize()} after 460 "
-          f"(phase_marks {snap.phase_marks}, listed {len(snap.phases)})")
+    print(f"snapshot without devices and threads: {snap0} bytes after 60 marks, "
+          f"{marks_size(snap)} after 460 (phase_marks {snap.phase_marks}, listed "
+          f"{len(snap.phases)}); whole: {first.ByteSize()} and {snap.ByteSize()} bytes")
     assert snap.phase_marks == 460
     assert len(snap.phases) == 40 and all(not m.end for m in snap.phases)
-    assert snap.ByteSize() < snap0 + 4096
+    assert marks_size(snap) < snap0 + 4096
 
     # 3 streams at most
     subs = [stub.Subscribe(pb.SubscribeRequest(interval_multiple=1)) for _ in range(3)]
@@ -114,7 +126,7 @@ def test_client_driven_memory_is_bounded(daemon, tmp_path):
     msg = refused(stub.Subscribe, pb.SubscribeRequest(interval_multiple=1))
     assert "3 streams are open, the most allowed (server.subscribers)" in msg, msg
     subs[0].cancel()
-    wait_for(lambda: stub.GetInfo(pb.InfoRequest()).subscribers == 2, 10, "a stream to end")
+    wait_for(lambda: stub.GetInfo(pb.InfoRequest()).subscribers == 2, 30, "a stream to end")
     s4 = stub.Subscribe(pb.SubscribeRequest(interval_multiple=1))
     assert next(s4).seq >= 1
     for s in subs[1:] + [s4]:

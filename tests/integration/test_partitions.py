@@ -1,6 +1,7 @@
 """Partitions reported apart (--no-rollup), also when the disk keeps no iostats (rq->part is
 then unset and the partition comes from the bio). Ground truth: fio's own IO counts."""
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -15,10 +16,15 @@ def _partition(lo):
                    capture_output=True)
     subprocess.run(["partx", "-a", lo.path], check=False, capture_output=True)
     parts = [f"{lo.path}p1", f"{lo.path}p2"]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not all(os.path.exists(p) for p in parts):
         assert time.monotonic() < deadline, f"{parts} did not appear"
         time.sleep(0.1)
+    # udev probes the new partitions (blkid reads them): let it finish before the daemon
+    # starts, or its reads land on the partitions, late on a loaded machine
+    if shutil.which("udevadm"):
+        subprocess.run(["udevadm", "settle", "--timeout=60"], check=False,
+                       capture_output=True, timeout=90)
     return parts
 
 
@@ -30,9 +36,9 @@ def _set_iostats(name, on):
 def test_partitions_apart_with_iostats_off(loopdev, daemon):
     lo = loopdev("256M")
     p1, p2 = _partition(lo)
+    wait_idle(lo.name)       # with iostats on: with them off, diskstats stands still
     _set_iostats(lo.name, False)
     try:
-        wait_idle(lo.name)
         d = daemon("--json", "-i", "1s", "--no-rollup", "--devices", f"{lo.name}*")
         r1 = run_fio(name="iop-p1", filename=p1, rw="randwrite", bs="4k", ioengine="psync",
                      direct=1, size="64M", number_ios=700, randrepeat=0)
@@ -52,7 +58,12 @@ def test_partitions_apart_with_iostats_off(loopdev, daemon):
           f"{r2['jobs'][0]['read']['total_ios']} on {n2}")
     assert r1["jobs"][0]["write"]["total_ios"] == 700
     assert r2["jobs"][0]["read"]["total_ios"] == 300
-    assert got[n1] == (700, 0), f"{n1}: {got[n1]}"
+    # fio is the ground truth here (diskstats stand still with iostats off), and fio is not
+    # the only reader of p1: udev watches loop devices and re-probes a partition closed after
+    # writing (blkid reads a few blocks) while the daemon still runs. Only those may be added;
+    # p2 is only read, so nothing comes after fio there.
+    assert got[n1][0] == 700, f"{n1}: {got[n1]}"
+    assert got[n1][1] < 50, f"{n1}: {got[n1][1]} reads, fio made none (udev's probe: a few)"
     assert got[n2] == (0, 300), f"{n2}: {got[n2]}"
     # the whole disk shows only what was not sent through a partition (partition-table reads)
     assert sum(got[lo.name]) < 50, f"{lo.name}: {got[lo.name]}"

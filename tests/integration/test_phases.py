@@ -21,16 +21,28 @@ def phase_updates(updates, begin: "iopulse.PhaseMark", end: "iopulse.PhaseMark")
             if u.start_monotonic_ns >= begin.monotonic_ns and u.end_monotonic_ns <= end.monotonic_ns]
 
 
+def start_collector(target: str, **subscribe_args) -> Collector:
+    """A Collector whose stream is open (generous deadline: a loaded machine, ASan)."""
+    col = Collector(target, **subscribe_args)
+    col.start()
+    assert col.started_ev.wait(30), "the subscriber did not start within 30 s"
+    assert col.error is None, f"Subscribe failed: {col.error!r}"
+    return col
+
+
+def unseen(u, dev: str, op: str) -> int:
+    d = u.devices.get(dev)
+    return d.ops[op].completion_unseen if d else 0
+
+
 def test_marks_are_interval_edges_and_phase_counts_exact(loopdev, daemon):
     """10 s intervals, phases of a fraction of that: each phase's writes equal what fio did
     in it, to the IO, although no regular interval edge falls near the marks."""
     lo = loopdev("256M")
     d = daemon("-i", "10s", "--devices", lo.name)
     target = f"unix:{d.socket}"
-    col = Collector(target)
-    col.start()
-    col.started_ev.wait(10)
-    wait_idle(lo.name)
+    col = start_collector(target)
+    before = wait_idle(lo.name)
     plan = [("seq", "write", 300), ("rand", "randwrite", 700), ("tail", "randwrite", 50)]
     marks = []
     with iopulse.Client(target) as c:
@@ -46,15 +58,26 @@ def test_marks_are_interval_edges_and_phase_counts_exact(loopdev, daemon):
         info = c.info()
         assert info.open_phases == []
     wait_for(lambda: any(m.id == outer.end_mark.id for u in col.updates for m in u.phases),
-             15, "the Update carrying the last mark")
+             30, "the Update carrying the last mark")
+    # A completion the kernel never reported is counted in the interval in which the daemon
+    # finds it (one interval after the device was idle: up to two 10 s intervals here), so
+    # the run's total is taken once it has caught up with /proc/diskstats.
+    truth = (wait_idle(lo.name) - before).writes
+    deadline = time.monotonic() + 45
+    while sum(ios(u, lo.name, "write") for u in col.updates) != truth and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
     col.stop()
     assert d.stop(signal.SIGTERM) == 0, d.describe()
 
     by_id = {m.id: (m, u) for u in col.updates for m in u.phases}
     for name, n, begin, end in marks:
-        got = sum(ios(u, lo.name, "write") for u in phase_updates(col.updates, begin, end))
+        inside = phase_updates(col.updates, begin, end)
+        got = sum(ios(u, lo.name, "write") for u in inside)
+        late = sum(unseen(u, lo.name, "write") for u in col.updates)
         print(f"phase {name}: iopulse writes {got}, fio {n}")
-        assert got == n, f"phase {name}: {got} writes counted inside it, fio did {n}"
+        assert got == n, (f"phase {name}: {got} writes counted inside it, fio did {n} "
+                          f"(completion_unseen in the whole run: {late})")
         assert end.begin_id == begin.id and not end.abandoned
         assert begin.parent_id == outer.mark.id, "phases inside 'run' nest in it"
         for m in (begin, end):
@@ -65,7 +88,8 @@ def test_marks_are_interval_edges_and_phase_counts_exact(loopdev, daemon):
     lengths = [u.end_monotonic_ns - u.start_monotonic_ns for u in col.updates]
     assert min(lengths) < 5e9, lengths
     total = sum(ios(u, lo.name, "write") for u in col.updates)
-    assert total == sum(n for _, _, n in plan)
+    assert total == truth == sum(n for _, _, n in plan), \
+        f"writes: iopulse {total}, /proc/diskstats {truth}, fio {sum(n for _, _, n in plan)}"
 
 
 def test_a_dead_clients_phases_end_abandoned(daemon):
@@ -73,9 +97,7 @@ def test_a_dead_clients_phases_end_abandoned(daemon):
     with SIGKILL: the daemon ends both, innermost first, flagged abandoned."""
     d = daemon("-i", "1s")
     target = f"unix:{d.socket}"
-    col = Collector(target)
-    col.start()
-    col.started_ev.wait(10)
+    col = start_collector(target)
     script = (
         "import sys, time, iopulse\n"
         "c = iopulse.Client(sys.argv[1], session='doomed')\n"
@@ -100,12 +122,12 @@ def test_a_dead_clients_phases_end_abandoned(daemon):
             assert "phase now: outer > inner for" in top.stdout, top.stdout
             p.kill()
             p.wait(10)
-            wait_for(lambda: not c.info().open_phases, 10, "the daemon to end the phases")
+            wait_for(lambda: not c.info().open_phases, 30, "the daemon to end the phases")
     finally:
         if p.poll() is None:
             p.kill()
             p.wait(10)
-    wait_for(lambda: sum(m.abandoned for u in col.updates for m in u.phases) == 2, 10,
+    wait_for(lambda: sum(m.abandoned for u in col.updates for m in u.phases) == 2, 30,
              "the abandoned ends in an Update")
     col.stop()
     ends = [m for u in col.updates for m in u.phases if m.end]
@@ -118,13 +140,12 @@ def test_a_dead_clients_phases_end_abandoned(daemon):
 def test_open_phase_is_ended_when_the_daemon_stops(daemon):
     d = daemon("-i", "1s")
     target = f"unix:{d.socket}"
-    col = Collector(target)
-    col.start()
-    col.started_ev.wait(10)
+    col = start_collector(target)
     with iopulse.Client(target) as c:
         begin = c.mark_phase("left-open").mark
     assert d.stop(signal.SIGTERM) == 0, d.describe()
-    col.join(10)
+    col.join(30)
+    assert not col.is_alive(), "the stream did not end when the daemon stopped"
     ends = [m for u in col.updates for m in u.phases if m.end]
     assert [(m.name, m.begin_id, m.abandoned) for m in ends] == [("left-open", begin.id, True)]
 
@@ -146,15 +167,24 @@ def test_bad_ends_and_the_mark_rate(daemon, tmp_path):
         assert cli.returncode == 2, cli
         assert "no phase named 'nope' is open" in cli.stderr
         time.sleep(1.5)                         # the bucket refills to its burst of 4
+        # Marks as fast as they go until the first refusal: the burst of 4 passes, then only
+        # what refilled meanwhile (2 per second of the time the marks took: on a loaded
+        # machine or under ASan each mark, which closes an interval, takes longer).
         made, refused = 0, None
-        for i in range(12):
+        t0 = time.monotonic()
+        for i in range(200):
             try:
                 c.mark_phase(f"m{i}")
                 made += 1
             except iopulse.ResourceExhausted as e:
                 refused = e
-        assert 4 <= made <= 6, made             # burst 4, plus what refills meanwhile
-        assert refused is not None and "server.mark_rate" in str(refused)
+                break
+        elapsed = time.monotonic() - t0
+        print(f"\n{made} marks passed before the first refusal, in {elapsed:.2f} s")
+        assert refused is not None and "server.mark_rate" in str(refused), \
+            f"{made} marks in {elapsed:.1f} s, none refused"
+        assert 4 <= made <= 4 + 2 * elapsed + 1, \
+            f"{made} marks passed in {elapsed:.2f} s at 2/s with a burst of 4"
         assert c.info().config["server.mark_rate"] == "2"
     assert d.stop(signal.SIGTERM) == 0, d.describe()
 
@@ -167,18 +197,16 @@ def test_a_reload_that_restarts_the_probes_keeps_phases_open(daemon, tmp_path):
     cfg.write_text(base)
     d = daemon("-i", "1s", config=str(cfg))
     target = f"unix:{d.socket}"
-    col = Collector(target)
-    col.start()
-    col.started_ev.wait(10)
+    col = start_collector(target)
     with iopulse.Client(target) as c:
         begin = c.mark_phase("across-reload").mark
         cfg.write_text(base.replace("precision: 5", "precision: 4"))
         d.send_signal(signal.SIGHUP)
-        wait_for(lambda: "configuration reloaded" in d.stderr_text(), 15, "the reload")
+        wait_for(lambda: "configuration reloaded" in d.stderr_text(), 30, "the reload")
         assert [m.id for m in c.info().open_phases] == [begin.id]
         end = c.mark_phase("across-reload", end=True).mark
     assert end.begin_id == begin.id and not end.abandoned
-    wait_for(lambda: any(m.id == end.id for u in col.updates for m in u.phases), 10,
+    wait_for(lambda: any(m.id == end.id for u in col.updates for m in u.phases), 30,
              "the end mark")
     col.stop()
     assert not any(m.abandoned for u in col.updates for m in u.phases)

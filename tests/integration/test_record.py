@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from grpc_testlib import CLIENT_ENV, iopulse, iopulse_cmd
+from grpc_testlib import CLIENT_ENV, iopulse, iopulse_cmd, wait_for
 from iopulse_testlib import wait_idle
 
 from iopulse.record import load
@@ -55,6 +55,46 @@ def record(out: str, targets: list[str], cmd: list[str], timeout: float = 120,
     p = subprocess.run(argv, env=CLIENT_ENV, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     print(p.stderr, flush=True)
     return p
+
+
+def running_children(pid: int) -> list[int]:
+    """PIDs of the process's children that have exec'd (their name is not the parent's)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = [int(x) for x in f.read().split()]
+        with open(f"/proc/{pid}/comm") as f:
+            parent = f.read().strip()
+    except OSError:
+        return []
+    out = []
+    for k in kids:
+        try:
+            with open(f"/proc/{k}/comm") as f:
+                if f.read().strip() != parent:
+                    out.append(k)
+        except OSError:
+            pass
+    return out
+
+
+def wait_recording(rec: subprocess.Popen, path: str, updates: int, timeout: float = 60) -> int:
+    """Wait until `iopulse record` runs its command and the file holds that many Updates;
+    returns how many it holds."""
+    deadline = time.monotonic() + timeout
+    n = 0
+    while True:
+        assert rec.poll() is None, f"iopulse record exited {rec.returncode}"
+        if running_children(rec.pid) and os.path.exists(path):
+            try:
+                run = load(path)
+                n = len(run.hosts[0].windows) if run.hosts else 0
+            except Exception:   # noqa: BLE001 - the header may not be written yet
+                n = 0
+            if n >= updates:
+                return n
+        assert time.monotonic() < deadline, \
+            f"iopulse record: command not running or only {n} Updates after {timeout} s"
+        time.sleep(0.2)
 
 
 def test_fio_jobs_become_exact_phases(loopdev, daemon, tmp_path):
@@ -114,7 +154,8 @@ def test_fio_jobs_become_exact_phases(loopdev, daemon, tmp_path):
     seq = [r for r in rows_csv if r["phase"] == "seqwrite" and r["device"] == lo.name]
     assert float(seq[0]["writes"]) == dev["seqwrite"].values["writes"]
     # the same phases imported after the fact from fio's JSON: edges within the accuracy
-    # the importer states (fio 3.33 has no job_start: 1 s)
+    # the importer states (fio 3.33 has no job_start: walked back from the report's time by
+    # each group's job_runtime, 0.5 s per group for what fio does between and after them)
     imp = subprocess.run(iopulse_cmd("phases", "import", out, str(fio_json)), env=CLIENT_ENV,
                          capture_output=True, text=True, timeout=60)
     assert imp.returncode == 0, imp.stderr
@@ -123,12 +164,29 @@ def test_fio_jobs_become_exact_phases(loopdev, daemon, tmp_path):
     exact = {p.name: p for p in again.phases() if p.exact}
     imported = [p for p in again.phases() if not p.exact]
     assert sorted(p.name for p in imported) == ["randwrite", "seqwrite", "syncwrite"]
-    for p in imported:
+    imported.sort(key=lambda p: exact[p.name].start_real_ns)
+    # What fio spends outside its jobs' run time (its hooks, which mark through the recorder,
+    # and its own work between groups and before the report) is not in its JSON; the importer
+    # allows 0.5 s per group for it, measured on a quiet machine. On a loaded one fio takes
+    # longer, and the marked edges show by how much: an imported edge is off by at most the
+    # time fio spent outside its jobs from that job on (job_runtime lies inside the marked
+    # phase: fio's clock starts after exec_prerun and stops before exec_postrun).
+    fio_end = exact["fio"].end_real_ns
+    for i, p in enumerate(imported):
         e = exact[p.name]
+        outside = (fio_end - exact[imported[-1].name].end_real_ns) / 1e9
+        for j in range(i, len(imported)):
+            ej = exact[imported[j].name]
+            outside += ej.duration_s - imported[j].duration_s
+            if j > i:
+                outside += (ej.start_real_ns - exact[imported[j - 1].name].end_real_ns) / 1e9
+        bound = max(p.accuracy_s, outside + 0.01)
         ds, de = (p.start_real_ns - e.start_real_ns) / 1e9, (p.end_real_ns - e.end_real_ns) / 1e9
         print(f"imported {p.name}: start {ds:+.3f} s, end {de:+.3f} s from the marked edges "
-              f"(stated accuracy {p.accuracy_s:g} s)")
-        assert abs(ds) <= p.accuracy_s and abs(de) <= p.accuracy_s
+              f"(stated accuracy {p.accuracy_s:g} s; fio spent {outside:.3f} s outside its "
+              f"jobs from this one on)")
+        assert abs(ds) <= bound and abs(de) <= bound, \
+            f"{p.name}: imported edges {ds:+.3f} s / {de:+.3f} s off, bound {bound:.3f} s"
     assert d.stop(signal.SIGTERM) == 0, d.describe()
 
 
@@ -182,9 +240,10 @@ def test_exit_code_and_kill9_leaves_a_readable_file(daemon, tmp_path):
     rec = subprocess.Popen(argv, env=CLIENT_ENV, stderr=subprocess.DEVNULL)
     children: list[int] = []
     try:
-        time.sleep(4.5)
-        with open(f"/proc/{rec.pid}/task/{rec.pid}/children") as f:
-            children = [int(x) for x in f.read().split()]
+        # kill -9 once the command runs and a few Updates are in the file (not after a fixed
+        # time: the recorder's start-up takes longer on a loaded machine)
+        seen = wait_recording(rec, out2, updates=3)
+        children = running_children(rec.pid)
         rec.kill()
         rec.wait(10)
     finally:
@@ -200,10 +259,10 @@ def test_exit_code_and_kill9_leaves_a_readable_file(daemon, tmp_path):
     run = load(out2)
     assert not run.complete and run.damage
     n = len(run.hosts[0].updates)
-    assert n >= 2, f"only {n} Updates readable after kill -9 at 4.5 s"
+    assert n >= seen >= 3, f"{seen} Updates readable before kill -9, {n} after"
     # the daemon ended the dead recorder's phase, flagged abandoned
     with iopulse.Client(target) as c:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while c.info().open_phases and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not c.info().open_phases
@@ -213,27 +272,43 @@ def test_exit_code_and_kill9_leaves_a_readable_file(daemon, tmp_path):
 def test_duration_replay_and_interrupt(daemon, tmp_path):
     d = daemon("-i", "1s")
     target = f"unix:{d.socket}"
-    time.sleep(3)                       # history for --replay
+    with iopulse.Client(target) as c:   # history for --replay: more than 2 s of intervals
+        wait_for(lambda: c.info().last_seq >= 4, 60, "four intervals")
     out = str(tmp_path / "dur.iopulse")
-    t0 = time.time_ns()
+    t0 = time.monotonic()
     p = subprocess.run(iopulse_cmd("record", "-o", out, "--target", target, "--duration", "3s",
                                    "--replay", "2"), env=CLIENT_ENV, capture_output=True, text=True,
                        timeout=60)
+    wall = time.monotonic() - t0
     assert p.returncode == 0, p.stderr
     run = load(out)
     assert run.complete and run.end["status"] == "duration" and run.end["exit_code"] is None
     w = run.hosts[0].windows
-    assert w[0].start_realtime_ns < t0 - 1_000_000_000, "--replay 2 reached back before start"
-    assert 4 <= len(w) <= 8, len(w)
     (ph,) = run.phases()
-    assert ph.name == "record" and 2.5 < ph.duration_s < 5
+    begin = next(m for m in run.hosts[0].marks if m.name == "record" and not m.end)
+    end = next(m for m in run.hosts[0].marks if m.name == "record" and m.end)
+    print(f"\n{len(w)} windows; the phase {ph.duration_s:.2f} s; record ran {wall:.2f} s")
+    # every interval from the replayed ones on, none missing, none twice
+    assert all(b.start_monotonic_ns == a.end_monotonic_ns for a, b in zip(w, w[1:])), \
+        [(x.start_monotonic_ns, x.end_monotonic_ns) for x in w]
+    # the recorder subscribed before its first mark, and the daemon replayed from the first
+    # interval that ended within 2 s before the subscription (whenever the recorder started)
+    assert w[0].start_monotonic_ns <= begin.monotonic_ns - 2_000_000_000, \
+        "--replay 2 did not reach 2 s back before the recording began"
+    assert w[-1].end_monotonic_ns >= end.monotonic_ns, "the Update with the end mark is missing"
+    # --duration 3s from the begin mark on; the phase lies within the recorder's lifetime
+    assert ph.name == "record" and 2.5 < ph.duration_s <= wall + 0.05
 
     # SIGINT to iopulse record alone (no terminal) is passed on to the command
     out2 = str(tmp_path / "int.iopulse")
     rec = subprocess.Popen(iopulse_cmd("record", "-o", out2, "--target", target, "--", "sleep",
                                        "60"), env=CLIENT_ENV, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(3)
+        # once the command runs (the recorder passes SIGINT on from then), not after a fixed
+        # time: a SIGINT during a slow start-up would stop the recorder itself; one more
+        # Update after that, so that the recorder is surely past starting the command
+        n = wait_recording(rec, out2, updates=2)
+        wait_recording(rec, out2, updates=n + 1)
         rec.send_signal(signal.SIGINT)
         rc = rec.wait(30)
     finally:

@@ -79,12 +79,12 @@ server:
   mark_clients: ["bench-*"]
 """)
     d = daemon(config=str(cfg))
-    port = tcp_port(d)
+    port = tcp_port(d, timeout=30)
     target = f"127.0.0.1:{port}"
     assert "(TLS, client certificates required)" in d.stderr_text()
 
     with iopulse.Client(target, tls=tls(pki, "bench-runner")) as c:
-        wait_for(lambda: c.info().last_seq >= 1, 10, "an interval over TLS")
+        wait_for(lambda: c.info().last_seq >= 1, 30, "an interval over TLS")
         m = c.mark_phase("fill", run="1")
         assert m.mark.id > 0
     with iopulse.Client(target, tls=tls(pki, "reader")) as c:
@@ -121,7 +121,7 @@ server:
     server_pem.write_bytes((pki / "server2.pem").read_bytes())
     server_key.write_bytes((pki / "server2.key").read_bytes())
     d.send_signal(signal.SIGHUP)
-    wait_for(lambda: "TLS certificate, key and client CAs reloaded" in d.stderr_text(), 10,
+    wait_for(lambda: "TLS certificate, key and client CAs reloaded" in d.stderr_text(), 30,
              "the TLS reload")
     with iopulse.Client(target, tls=tls(pki, "bench-runner", ca="otherca")) as c:
         assert c.info().version
@@ -146,7 +146,7 @@ def test_clear_text_beyond_loopback_needs_insecure(daemon, daemon_bin, tmp_path)
     assert r.returncode == 2 and "without TLS" in r.stderr, r.stderr
     cfg.write_text('server:\n  tcp: "0.0.0.0:0"\n  insecure: true\n')
     d = daemon(config=str(cfg))
-    tcp_port(d)
+    tcp_port(d, timeout=30)
     assert "server.insecure: gRPC on 0.0.0.0:0 is clear text" in d.stderr_text()
     assert d.stop(signal.SIGTERM) == 0
 
@@ -163,7 +163,7 @@ def test_unix_mark_group_separates_reading_from_marking(daemon, tmp_path):
     try:
         d = daemon("--socket", sock, config=str(cfg))
         with iopulse.Client(f"unix:{sock}") as c:
-            wait_for(lambda: c.info().last_seq >= 1, 10, "the first interval")
+            wait_for(lambda: c.info().last_seq >= 1, 30, "the first interval")
             assert c.mark_phase("as-root").mark.id > 0
 
         def as_nobody(groups: list[str], *args: str) -> subprocess.CompletedProcess:
