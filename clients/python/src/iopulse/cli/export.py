@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 from ..data import interval_records, phase_records, require
 from ..record.reader import load
+from ..report.tables import csv_cell
 from .common import EXIT_OK
 
 HELP = "write a run's tables (intervals, phases, threads) as Parquet, CSV or JSON lines"
@@ -39,7 +40,7 @@ def _write_csv(path: str, records: Iterable[dict[str, Any]]) -> int:
             if w is None:
                 w = csv.DictWriter(f, fieldnames=list(r))
                 w.writeheader()
-            w.writerow({k: "" if v is None else v for k, v in r.items()})
+            w.writerow({k: "" if v is None else csv_cell(v) for k, v in r.items()})
             n += 1
     return n
 

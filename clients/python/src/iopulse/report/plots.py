@@ -100,8 +100,17 @@ def _name(run: Run, host: int, dev: str) -> str:
 
 
 def plot_all(run: Run, out_dir: str, fmt: str = "png") -> list[str]:
-    """Write every plot into out_dir as fmt (png or svg); returns the paths."""
+    """Write every plot into out_dir as fmt (png or svg); returns the paths. Names (phases,
+    devices, threads) are drawn as text: '$' never starts mathtext, nothing goes to TeX."""
     plt = _plt()
+    rc = {"text.usetex": False}
+    if "text.parse_math" in plt.rcParams:       # matplotlib >= 3.5
+        rc["text.parse_math"] = False
+    with plt.rc_context(rc):
+        return _plot_all(plt, run, out_dir, fmt)
+
+
+def _plot_all(plt: Any, run: Run, out_dir: str, fmt: str) -> list[str]:
     np = require("numpy", "plots")
     phases = run.phases()
     s = gather(run)

@@ -106,13 +106,36 @@ def rich_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Any:
     return Group(*parts)
 
 
+_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
 def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|")
+    """Text for a markdown table cell: HTML becomes entities (a renderer shows `<img ...>` as
+    text, never as a tag), markdown's own syntax is backslash-escaped, line breaks are spaces."""
+    out = []
+    for ch in s:
+        if ch in _MD_ENTITIES:
+            out.append(_MD_ENTITIES[ch])
+        elif ch in "\\`*_[]|#!{}()":
+            out.append("\\" + ch)
+        elif ch in "\r\n":
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def csv_cell(v: Any) -> Any:
+    """A CSV value a spreadsheet takes as text: a string that starts like a formula (=, +, -,
+    @, tab, CR) gets a leading apostrophe; numbers stay numbers."""
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return v
 
 
 def markdown_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> str:
     out = io.StringIO()
-    out.write(f"# iopulse report: {run.path}\n\n")
+    out.write(f"# iopulse report: {_md_escape(run.path)}\n\n")
     for line in run_summary(run):
         out.write(f"- {_md_escape(line)}\n")
     heads = ["phase", "host", "device", "s"] + [c[1] for c in DEVICE_COLUMNS]
@@ -147,7 +170,7 @@ def csv_report(rows: list[Row]) -> str:
     for r in rows:
         d = r.to_dict()
         d["labels"] = r.phase.label_text()
-        w.writerow(["" if d.get(k) is None else d[k] for k in keys])
+        w.writerow(["" if d.get(k) is None else csv_cell(d[k]) for k in keys])
     return out.getvalue()
 
 

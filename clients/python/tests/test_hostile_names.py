@@ -1,0 +1,72 @@
+"""Names chosen by whoever ran the benchmark are text in every report format: no formula in a
+spreadsheet, no tag or markdown syntax in markdown, no mathtext or TeX in plots."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from fakes import make_update
+
+from iopulse._pb import iopulse_pb2 as pb
+from iopulse.record import RunWriter, load
+from iopulse.report.metrics import phase_rows
+from iopulse.report.tables import csv_cell, csv_report, markdown_report
+
+NAMES = ["x$\\frac{$y", "a $x$ b", "=HYPERLINK(\"http://x\")", "+1", "-2+3", "@SUM(A1)",
+         "<img src=x onerror=alert(1)>", "</script>", "<svg/onload=alert(1)>", "[a](javascript:x)"]
+
+
+def _run(path: str) -> None:
+    with RunWriter(path) as w:
+        w.write_json({"type": "header", "format": 1, "argv": ["iopulse", "record"]})
+        w.write_json({"type": "agent", "host": 0, "target": "unix:/run/h0.sock"})
+        w.write_info(0, pb.Info(version="t", hostname="node0").SerializeToString())
+        seq = 0
+        for i, name in enumerate(NAMES):
+            for end in (False, True):
+                seq += 1
+                u = make_update(seq, devices=("sdb",))
+                u.phases.add(name=name, id=2 * i + 1 + end, end=end,
+                             begin_id=2 * i + 1 if end else 0, realtime_ns=u.end_realtime_ns,
+                             monotonic_ns=u.end_monotonic_ns)
+                w.write_update(0, u.SerializeToString())
+            seq += 1
+            w.write_update(0, make_update(seq, devices=("sdb",)).SerializeToString())
+        w.close({"type": "end", "status": "ok"})
+
+
+def test_csv_cells_never_start_a_formula(tmp_path):
+    assert csv_cell("=1+1") == "'=1+1" and csv_cell("@x") == "'@x" and csv_cell("-2") == "'-2"
+    assert csv_cell(-2.5) == -2.5 and csv_cell("fill") == "fill"
+    path = str(tmp_path / "r.iopulse")
+    _run(path)
+    run = load(path)
+    rows, _ = phase_rows(run, idle=True)
+    assert {r.phase.name for r in rows} >= set(NAMES)
+    for rec in csv.reader(io.StringIO(csv_report(rows))):
+        for cell in rec:
+            assert cell[:1] not in ("=", "+", "@"), rec
+            assert not (cell[:1] == "-" and not cell[1:2].isdigit()), rec
+
+
+def test_markdown_carries_no_markup(tmp_path):
+    path = str(tmp_path / "r.iopulse")
+    _run(path)
+    run = load(path)
+    rows, trows = phase_rows(run, idle=True)
+    md = markdown_report(run, rows, trows)
+    for bad in ("<img", "</script", "<svg", "](javascript"):
+        assert bad not in md, bad
+    assert "&lt;img src=x onerror=alert\\(1\\)&gt;" in md
+
+
+def test_plots_draw_names_as_text(tmp_path):
+    pytest.importorskip("matplotlib")
+    from iopulse.report.plots import plot_all
+
+    path = str(tmp_path / "r.iopulse")
+    _run(path)
+    paths = plot_all(load(path), str(tmp_path / "plots"), "svg")
+    assert paths
+    # before: ValueError from mathtext for x$\\frac{$y, and "a $x$ b" drawn as math
