@@ -70,3 +70,20 @@ def test_plots_draw_names_as_text(tmp_path):
     paths = plot_all(load(path), str(tmp_path / "plots"), "svg")
     assert paths
     # before: ValueError from mathtext for x$\\frac{$y, and "a $x$ b" drawn as math
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "markdown", "table"])
+def test_damaged_run_is_stated_in_every_format(tmp_path, capsys, fmt):
+    from iopulse.cli import main
+
+    path = tmp_path / "r.iopulse"
+    _run(str(path))
+    data = path.read_bytes()
+    half = tmp_path / "half.iopulse"
+    half.write_bytes(data[:len(data) // 2])
+    junk = tmp_path / "junk.iopulse"
+    junk.write_bytes(data[:10] + bytes(range(256)) * 8)
+    for p in (half, junk):
+        rc = main(["report", str(p), "--format", fmt])
+        err = capsys.readouterr().err
+        assert rc == 0 and "incomplete" in err, (p.name, rc, err)

@@ -8,7 +8,7 @@ import sys
 from ..record.reader import load
 from ..report.metrics import phase_rows
 from ..report.tables import csv_report, json_report, markdown_report, rich_report
-from .common import EXIT_OK, console
+from .common import EXIT_OK, console, printable
 
 HELP = "per phase, host and device: IOPS, MB/s, latency percentiles, seeks, flushes"
 EXAMPLES = """examples:
@@ -46,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
     if args.phase:
         phases = [p for p in phases if any(fnmatch.fnmatchcase(p.name, g) for g in args.phase)]
     rows, trows = phase_rows(r, phases, idle=args.idle)
+    if r.damage:        # whatever the format (a CSV has no room for it), the reader is told
+        print(f"iopulse report: {printable(args.run)}: incomplete: {printable(r.damage)}; the "
+              "report covers what was written before it", file=sys.stderr)
     if args.format == "table":
         from rich.console import Console
 
