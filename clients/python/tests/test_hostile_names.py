@@ -87,3 +87,30 @@ def test_damaged_run_is_stated_in_every_format(tmp_path, capsys, fmt):
         rc = main(["report", str(p), "--format", fmt])
         err = capsys.readouterr().err
         assert rc == 0 and "incomplete" in err, (p.name, rc, err)
+
+
+def test_import_refuses_impossible_times_and_odd_shapes(tmp_path, capsys):
+    import json
+
+    from iopulse.cli import main
+
+    path = tmp_path / "r.iopulse"
+    _run(str(path))
+    cases = {
+        "start.json": {"jobs": [{"jobname": "a", "job_start": 10**23, "job_runtime": 1000}]},
+        "globals.json": {"global options": [], "jobs": [{"jobname": "a"}],
+                         "timestamp": 1700000000},
+        "jobs.json": {"jobs": [["not", "a", "job"]], "timestamp": 1700000000},
+    }
+    for name, doc in cases.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+    (tmp_path / "deep.json").write_text('{"jobs": ' + "[" * 100000 + "]" * 100000 + "}")
+    (tmp_path / "rados.txt").write_text(
+        "hints = 1\nMaintaining 16 concurrent writes of 4194304 bytes to objects of size "
+        "4194304 for up to 10 seconds or 0 objects\nTotal time run: 1e299\n"
+        "Total writes made: 10\n")
+    for name in [*cases, "deep.json", "rados.txt"]:
+        rc = main(["phases", "import", str(path), str(tmp_path / name)])
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err and name in err, (name, rc, err)
+    assert main(["phases", "list", str(path)]) == 0

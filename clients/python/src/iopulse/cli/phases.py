@@ -10,7 +10,7 @@ from typing import Any
 
 from ..record.reader import load
 from ..record.writer import append_json
-from .common import EXIT_OK, EXIT_USAGE
+from .common import EXIT_OK, EXIT_USAGE, printable
 
 HELP = "list a run's phases, or import them from saved fio JSON, rados bench output, CBT"
 EXAMPLES = """examples:
@@ -72,6 +72,23 @@ def phases_from(path: str, fmt: str, end_time: Any) -> list[dict[str, Any]]:
     return phases_from_output(text, end_realtime_ns=end_ns)
 
 
+EARLIEST_NS = 946_684_800 * 10**9        # 2000-01-01: no recording is older
+LATEST_SLACK_NS = 86_400 * 10**9         # a day past now: clocks that disagree a little
+
+
+def check_events(events: list[dict[str, Any]], now_ns: int) -> None:
+    """Refuses phases whose times no run can have (a start before 2000 or after tomorrow, an
+    end before the start or after tomorrow): once appended they could not be removed."""
+    for e in events:
+        s, t = e.get("start_realtime_ns"), e.get("end_realtime_ns")
+        name = str(e.get("name", "?"))[:80]
+        if not isinstance(s, int) or not isinstance(t, int):
+            raise ValueError(f"phase {name!r}: its start or end is not a time")
+        if not EARLIEST_NS <= s <= t <= now_ns + LATEST_SLACK_NS:
+            raise ValueError(f"phase {name!r}: start {s / 1e9:.6g} s, end {t / 1e9:.6g} s since "
+                             "1970 is not a time a benchmark can have run (from 2000 to now)")
+
+
 def run(args: argparse.Namespace) -> int:
     r = load(args.run)
     if args.action == "list":
@@ -79,7 +96,10 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(p.to_dict()))
                 continue
-            when = time.strftime("%H:%M:%S", time.localtime(p.start_real_ns / 1e9))
+            try:
+                when = time.strftime("%H:%M:%S", time.localtime(p.start_real_ns / 1e9))
+            except (OverflowError, OSError, ValueError):     # a time no clock can show
+                when = "?"
             how = "exact" if p.exact else f"{p.source}, +-{p.accuracy_s:g}s"
             print(f"{'  ' * p.depth}{p.name:24} {when} {p.duration_s:8.1f}s  {how}"
                   f"{'  abandoned' if p.abandoned else ''}  {p.label_text()}")
@@ -95,8 +115,24 @@ def run(args: argparse.Namespace) -> int:
     for src in args.sources:
         try:
             got = phases_from(src, args.format, args.end_time)
-        except (OSError, ValueError) as e:
-            print(f"iopulse phases import: {src}: {e}", file=sys.stderr)
+            check_events(got, time.time_ns())
+        except OSError as e:
+            print(f"iopulse phases import: {printable(src)}: {e.strerror or e}",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        except ValueError as e:
+            print(f"iopulse phases import: {printable(src)}: {printable(str(e))}",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as e:
+            # a file shaped unlike the tool's output: say where, not a traceback
+            what = "fio, rados bench or CBT" if args.format == "auto" else args.format
+            print(f"iopulse phases import: {printable(src)}: not {what} output as "
+                  f"expected ({type(e).__name__}: {printable(str(e))[:200]})", file=sys.stderr)
+            return EXIT_USAGE
+        except RecursionError:
+            print(f"iopulse phases import: {printable(src)}: nested too deeply to be a tool's "
+                  "output", file=sys.stderr)
             return EXIT_USAGE
         for e in got:
             e["imported_from"] = os.path.abspath(src)
