@@ -114,3 +114,64 @@ def test_import_refuses_impossible_times_and_odd_shapes(tmp_path, capsys):
         err = capsys.readouterr().err
         assert rc == 2 and "Traceback" not in err and name in err, (name, rc, err)
     assert main(["phases", "list", str(path)]) == 0
+
+
+_BOUNDED_LOAD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+from iopulse.record import load
+run = load(sys.argv[1])
+print(run.damage)
+"""
+
+
+def test_hostile_run_files_load_in_bounded_memory(tmp_path):
+    """A host index of 50 million and a record length of 2^62 followed by 512 MiB of zeros:
+    both reported as damage, each within 1.5 GiB of address space (before: 3.9 GB and 3.2 GB,
+    then MemoryError)."""
+    import gzip
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from iopulse.record.runfile import MAGIC, frame, varint
+
+    hosts = tmp_path / "hosts.iopulse"
+    with gzip.open(hosts, "wb") as f:
+        f.write(MAGIC + frame(b"J", json.dumps({"type": "agent", "host": 50_000_000}).encode()))
+    length = tmp_path / "length.iopulse"
+    with gzip.open(length, "wb", compresslevel=1) as f:
+        f.write(MAGIC + varint(1 << 62))
+        zeros = bytes(1 << 20)
+        for _ in range(512):
+            f.write(zeros)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for path, want in ((hosts, "host index 50000000"), (length, "record length")):
+        p = subprocess.run([sys.executable, "-c", _BOUNDED_LOAD, str(path)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and want in p.stdout, (path.name, p.stdout, p.stderr[-500:])
+
+
+def test_cbt_reader_is_linear_and_bounded(tmp_path):
+    """300 nested unclosed objects per 2 MB (14 s before) and an output file of 3 GB (sparse,
+    read whole before) in a CBT archive."""
+    import time
+
+    from iopulse.phases.cbt import phases_from_archive
+
+    pytest.importorskip("yaml")
+    run = tmp_path / "archive" / "results" / "00000000" / "id1"
+    run.mkdir(parents=True)
+    (run / "benchmark_config.yaml").write_text("cluster:\n  iodepth: 4\n")
+    line = '{"a":[' * 300 + "\n"
+    (run / "output.0").write_text('"fio version"\n' + line * (8_000_000 // len(line)))
+    t0 = time.monotonic()
+    phases_from_archive(str(tmp_path / "archive"))
+    took = time.monotonic() - t0
+    assert took < 5, f"{took:.1f} s for 8 MB"
+    with open(run / "output.0", "wb") as f:
+        f.write(b'{\n  "fio version" : "fio-3.33",\n')
+        f.truncate(3 << 30)
+    with pytest.raises(ValueError, match="MiB"):
+        phases_from_archive(str(tmp_path / "archive"))

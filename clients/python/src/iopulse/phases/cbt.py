@@ -40,6 +40,8 @@ OLD_CONFIG = "cbt_config.yaml"
 MAX_LABELS = 30
 MAX_KEY, MAX_VALUE = 128, 1024
 _PEEK = 64 * 1024
+MAX_OUTPUT = 64 << 20           # the most of one output file read (fio's JSON is far smaller)
+_FIO_START = re.compile(r'^\{\s*"fio version"', re.MULTILINE)
 _SHORT_LIST = 8
 
 
@@ -87,17 +89,27 @@ def _labels(cfg: dict[str, Any], run_dir: str) -> dict[str, str]:
 
 
 def _read(path: str, limit: Optional[int] = None) -> str:
+    """The file's text, at most MAX_OUTPUT bytes of it: a larger file is refused by name (a
+    tool's output is far smaller; a sparse or runaway file must not fill memory)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(limit) if limit else f.read()
+            if limit:
+                return f.read(limit)
+            text = f.read(MAX_OUTPUT + 1)
     except OSError:
         return ""
+    if len(text) > MAX_OUTPUT:
+        raise ValueError(f"{path}: more than {MAX_OUTPUT >> 20} MiB: not a benchmark's output "
+                         "this importer reads")
+    return text
 
 
 def _fio_events(path: str) -> list[dict[str, Any]]:
     """Phases of a fio output whose JSON may follow job lines and precede normal output."""
     text = _read(path)
-    for m in re.finditer(r"^\{", text, re.MULTILINE):
+    # only where fio's JSON begins ('{' then "fio version"): trying every line that starts
+    # with '{' made a file of unclosed objects quadratic
+    for m in _FIO_START.finditer(text):
         try:
             doc, _ = json.JSONDecoder().raw_decode(text, m.start())
             return fio.phases_from_json(doc) if isinstance(doc, dict) else []
@@ -107,8 +119,9 @@ def _fio_events(path: str) -> list[dict[str, Any]]:
 
 
 def _rados_events(path: str) -> list[dict[str, Any]]:
+    text = _read(path)          # too large: refused, not skipped
     try:
-        return rados.phases_from_output(_read(path), end_realtime_ns=os.stat(path).st_mtime_ns)
+        return rados.phases_from_output(text, end_realtime_ns=os.stat(path).st_mtime_ns)
     except (OSError, ValueError):
         return []
 

@@ -15,8 +15,8 @@ from typing import Any, Iterator, Optional
 
 from .._pb import iopulse_pb2 as pb
 from ..model import Info, PhaseMark, Update
-from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, read_varint,
-                      split_host)
+from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, MAX_HOSTS,
+                      MAX_RECORD, read_varint, split_host)
 
 CHUNK = 1 << 20
 
@@ -77,6 +77,10 @@ class Run:
         return not self.damage and self.end is not None
 
     def host(self, index: int) -> Host:
+        """Host index, made if it is the next one; an index beyond that is damage (a file
+        cannot make the reader allocate millions of hosts)."""
+        if not 0 <= index <= len(self.hosts) or index >= MAX_HOSTS:
+            raise ValueError(f"host index {index} beyond the {len(self.hosts)} host(s) so far")
         while len(self.hosts) <= index:
             self.hosts.append(Host(len(self.hosts), run=self))
         return self.hosts[index]
@@ -148,8 +152,9 @@ def _records(path: str, damage: list[str]) -> Iterator[tuple[bytes, bytes]]:
             except ValueError:
                 damage[0] = damage[0] or "a record length is damaged"
                 return
-            if n < 1:
-                damage[0] = damage[0] or "a record length is damaged"
+            if n < 1 or n > MAX_RECORD:
+                damage[0] = damage[0] or (f"a record length is damaged ({n:,} bytes; at most "
+                                          f"{MAX_RECORD:,})")
                 return
             if body + n > len(buf):
                 break

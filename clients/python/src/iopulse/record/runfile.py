@@ -17,6 +17,10 @@ KIND_UPDATE = b"U"     # u16 host index, then a packed iopulse.v1.Update as rece
 KIND_SCHEMA = b"D"     # a packed google.protobuf.FileDescriptorSet of iopulse.proto
 
 _HOST = struct.Struct("<H")
+# The longest record a reader accepts: 16 times the largest message gRPC lets the client
+# receive (4 MiB), so a reader's buffer stays below it whatever a damaged file says.
+MAX_RECORD = 64 << 20
+MAX_HOSTS = 1 << 16       # host indexes are u16
 
 
 def varint(n: int) -> bytes:

@@ -8,7 +8,7 @@ import time
 import zlib
 from typing import Any, Optional
 
-from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, frame,
+from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, MAX_RECORD, frame,
                       host_payload)
 
 FLUSH_EVERY_S = 0.5
@@ -63,6 +63,9 @@ class RunWriter:
         with self._lock:
             if self._closed:
                 raise ValueError(f"{self.path}: the run file is closed")
+            if len(payload) + 1 > MAX_RECORD:       # a reader would take it for damage
+                raise ValueError(f"{self.path}: a record of {len(payload):,} bytes; at most "
+                                 f"{MAX_RECORD:,}")
             self._put(frame(kind, payload))
             self.records += 1
             if time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
