@@ -7,7 +7,7 @@ import select
 import sys
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from iopulse_testlib import REPO
 
@@ -53,10 +53,11 @@ def tcp_port(d, timeout: float = 5.0) -> int:
     return logged_port(d, r"serving gRPC on tcp port (\d+)", timeout)
 
 
-def read_pty(master: int, seconds: float) -> bytes:
-    """Everything a program under a pseudo-terminal writes in the next seconds."""
+def read_pty_until(master: int, done: Callable[[str], bool], timeout: float) -> str:
+    """What the program under the pseudo-terminal writes until done(text) or timeout (a
+    loaded machine takes seconds to start Python with grpc and rich, and to redraw)."""
     out = b""
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         r, _, _ = select.select([master], [], [], 0.2)
         if r:
@@ -64,7 +65,14 @@ def read_pty(master: int, seconds: float) -> bytes:
                 out += os.read(master, 65536)
             except OSError:
                 break
-    return out
+            if done(out.decode(errors="replace")):
+                break
+    return out.decode(errors="replace")
+
+
+def read_pty(master: int, seconds: float) -> bytes:
+    """Everything a program under a pseudo-terminal writes in the next seconds."""
+    return read_pty_until(master, lambda _: False, seconds).encode()
 
 
 class Collector(threading.Thread):

@@ -4,35 +4,16 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
 import time
-from typing import Callable
 
-from grpc_testlib import CLIENT_SRC
+from grpc_testlib import CLIENT_SRC, read_pty_until
 
 
 def _seqs(text: str, target: str) -> list[int]:
     return [int(m) for m in re.findall(re.escape(target) + r": up, seq (\d+)", text)]
-
-
-def read_pty_until(master: int, done: Callable[[str], bool], timeout: float) -> str:
-    """What the program under the pseudo-terminal writes until done(text) or timeout (a
-    loaded machine takes seconds to start Python with grpc and rich, and to redraw)."""
-    out = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                out += os.read(master, 65536)
-            except OSError:
-                break
-            if done(out.decode(errors="replace")):
-                break
-    return out.decode(errors="replace")
 
 
 def test_top_over_two_daemons_survives_one_going_away(daemon):

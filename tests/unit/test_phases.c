@@ -13,7 +13,8 @@ typedef Iopulse__V1__PhaseMark pb_mark;
 static struct phases *p;
 static char err[512];
 
-static int mark(const char *name, bool end, uint64_t phase_id, const char *session, uint64_t *id)
+static int mark_as(const char *owner, const char *name, bool end, uint64_t phase_id,
+		   const char *session, uint64_t *id)
 {
 	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
 	uint64_t dummy;
@@ -28,9 +29,14 @@ static int mark(const char *name, bool end, uint64_t phase_id, const char *sessi
 	req = pb_pack_alloc(&q.base, &len);
 	ck_assert_ptr_nonnull(req);
 	err[0] = 0;
-	r = phases_submit(p, req, len, id ? id : &dummy, err, sizeof(err));
+	r = phases_submit_as(p, req, len, owner, id ? id : &dummy, err, sizeof(err));
 	free(req);
 	return r;
+}
+
+static int mark(const char *name, bool end, uint64_t phase_id, const char *session, uint64_t *id)
+{
+	return mark_as("", name, end, phase_id, session, id);
 }
 
 /* Cut and stamp at mono; returns the marks (caller frees with drop()). */
@@ -132,25 +138,6 @@ START_TEST(test_bad_ends)
 }
 END_TEST
 
-static int mark_as(const char *owner, const char *name, bool end, const char *session,
-		   uint64_t *id)
-{
-	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
-	uint64_t dummy;
-	uint8_t *req;
-	size_t len;
-	int r;
-
-	q.name = (char *)name;
-	q.end = end;
-	q.session = (char *)session;
-	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_ptr_nonnull(req);
-	r = phases_submit_as(p, req, len, owner, id ? id : &dummy, err, sizeof(err));
-	free(req);
-	return r;
-}
-
 /* A session's phase belongs to the client that opened it: another may not end it, neither
  * by a mark nor by its stream of the same session going away. */
 START_TEST(test_session_phases_belong_to_their_opener)
@@ -159,8 +146,8 @@ START_TEST(test_session_phases_belong_to_their_opener)
 	pb_mark **v;
 	size_t n;
 
-	ck_assert_int_eq(mark_as("uid:0", "fill", false, "rec", &a), 0);
-	ck_assert_int_eq(mark_as("uid:65534", "fill", true, "rec", NULL), -EPERM);
+	ck_assert_int_eq(mark_as("uid:0", "fill", false, 0, "rec", &a), 0);
+	ck_assert_int_eq(mark_as("uid:65534", "fill", true, 0, "rec", NULL), -EPERM);
 	ck_assert_ptr_nonnull(strstr(err, "opened by another client"));
 	phases_session_gone(p, "rec", "uid:65534");
 	v = edge(10, &n);
@@ -173,8 +160,8 @@ START_TEST(test_session_phases_belong_to_their_opener)
 	ck_assert(v[0]->end && v[0]->abandoned && v[0]->begin_id == a);
 	drop(v, n);
 	/* phases without a session stay anyone's to end, as before */
-	ck_assert_int_eq(mark_as("uid:0", "free", false, "", NULL), 0);
-	ck_assert_int_eq(mark_as("uid:65534", "free", true, "", NULL), 0);
+	ck_assert_int_eq(mark_as("uid:0", "free", false, 0, "", NULL), 0);
+	ck_assert_int_eq(mark_as("uid:65534", "free", true, 0, "", NULL), 0);
 }
 END_TEST
 
