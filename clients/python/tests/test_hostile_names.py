@@ -175,3 +175,32 @@ def test_cbt_reader_is_linear_and_bounded(tmp_path):
         f.truncate(3 << 30)
     with pytest.raises(ValueError, match="MiB"):
         phases_from_archive(str(tmp_path / "archive"))
+
+
+def test_damaged_records_are_damage_not_tracebacks(tmp_path, capsys):
+    """A 1-byte Update record, a mark event without 'end', a phase whose start is not an
+    integer: each ends the readable part with a damage message; report and phases list work."""
+    from iopulse.cli import main
+    from iopulse.record.runfile import frame
+    import json
+
+    good = tmp_path / "good.iopulse"
+    _run(str(good))
+    cases = {
+        "u1": frame(b"U", b"\x01"),
+        "mark": frame(b"J", json.dumps({"type": "mark", "host": 0, "name": "x", "id": 1,
+                                        "realtime_ns": 1, "monotonic_ns": 1}).encode()),
+        "phase": frame(b"J", json.dumps({"type": "phase", "name": "x", "start_realtime_ns": "a",
+                                         "end_realtime_ns": 2}).encode()),
+    }
+    for name, rec in cases.items():
+        path = tmp_path / f"{name}.iopulse"
+        with RunWriter(str(path)) as w:
+            w.write_json({"type": "header", "format": 1, "argv": ["iopulse", "record"]})
+            w._put(rec)         # as a damaged or forged file would hold it
+            w.close({"type": "end", "status": "ok"})
+        run = load(str(path))
+        assert run.damage, name
+        for argv in (["report", str(path), "--format", "csv"], ["phases", "list", str(path)]):
+            assert main(argv) == 0, (name, argv)
+        capsys.readouterr()

@@ -95,11 +95,12 @@ class Run:
         """(host index, iopulse.v1.Update message) of every Update, in file order."""
         for kind, payload in _records(self.path, [""]):
             if kind == KIND_UPDATE:
-                host, data = split_host(payload)
                 try:
-                    yield host, pb.Update.FromString(data)
+                    host, data = split_host(payload)
+                    u = pb.Update.FromString(data)
                 except Exception:  # noqa: BLE001 - load() reported where the damage is
                     return
+                yield host, u
 
 
 def _chunks(path: str, damage: list[str]) -> Iterator[bytes]:
@@ -195,6 +196,27 @@ def load(path: str) -> Run:
     return run
 
 
+_EVENT_FIELDS = {      # what the analysis reads of an event, and its type
+    "mark": {"host": int, "name": str, "end": bool, "realtime_ns": int, "monotonic_ns": int,
+             "id": int},
+    "phase": {"name": str, "start_realtime_ns": int, "end_realtime_ns": int},
+}
+
+
+def _check_event(obj: Any) -> None:
+    """A mark or phase event with every field the analysis reads, of its type (a damaged or
+    forged one is damage at load, not a traceback later)."""
+    if not isinstance(obj, dict):
+        raise ValueError("a JSON record that is not an object")
+    for key, typ in _EVENT_FIELDS.get(obj.get("type"), {}).items():
+        v = obj.get(key)
+        if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
+            raise ValueError(f"{obj.get('type')} event: '{key}' is {type(v).__name__}, not "
+                             f"{typ.__name__}")
+    if not isinstance(obj.get("labels", {}), dict):
+        raise ValueError(f"{obj.get('type')} event: 'labels' is not an object")
+
+
 def _add(run: Run, kind: bytes, payload: bytes) -> None:
     if kind == KIND_UPDATE:
         host, data = split_host(payload)
@@ -214,6 +236,7 @@ def _add(run: Run, kind: bytes, payload: bytes) -> None:
         elif t == "end":
             run.end = obj
         else:
+            _check_event(obj)
             run.events.append(obj)
     elif kind == KIND_INFO:
         host, data = split_host(payload)
