@@ -20,6 +20,11 @@
 #include "metrics_pb.h"
 #include "metrics_text.h"
 
+/* Connections: at most this many open, this many from one address, closed when idle so long */
+#define METRICS_CONNECTIONS 512
+#define METRICS_PER_ADDRESS 8
+#define METRICS_IDLE_S 10
+
 struct metrics_server {
 	struct MHD_Daemon *d;
 	struct hub *hub;
@@ -231,10 +236,18 @@ int metrics_server_start(struct metrics_server **out, struct hub *hub, const str
 		return r;
 	}
 	s->fd = r;
-	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	/*
+	 * Slow or idle clients must not keep a scraper out: epoll lifts select()'s 1,024-fd
+	 * ceiling, so many connections may be open, each address holds at most a few, and an idle
+	 * one is closed after 10 s. A slowloris then needs METRICS_CONNECTIONS /
+	 * METRICS_PER_ADDRESS addresses to fill the server.
+	 */
+	s->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 				handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)METRICS_PER_ADDRESS,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_IDLE_S,
+				MHD_OPTION_END);
 	if (!s->d) {
 		snprintf(err, errlen, "metrics.listen '%s': the HTTP server did not start",
 			 c->metrics_listen);
