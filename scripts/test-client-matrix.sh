@@ -7,8 +7,8 @@
 #           With the report extra (pandas, matplotlib, pyarrow, newest too).
 #   oldest  the oldest versions pyproject.toml allows (clients/python/constraints-oldest.txt),
 #           base install only: recording, reports as tables, compare need no analysis stack.
-# In each: the client's unit tests and the gRPC, phase and recording integration tests against
-# the real daemon; in newest also the HTML, plot and export tests.
+# In each: the client's unit tests and the gRPC, phase and recording integration tests (hostile
+# job names too) against the real daemon; in newest also the HTML, plot and export tests.
 # Needs build/iopulsed (scripts/test.sh builds it) and root. Run from anywhere.
 set -eu
 cd "$(dirname "$0")/.."
@@ -61,5 +61,6 @@ for kind in newest oldest; do
 	[ "$kind" = newest ] && more=tests/integration/test_report_files.py
 	# shellcheck disable=SC2086 # one word or none
 	"$V/bin/python" -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
-		tests/integration/test_phases.py tests/integration/test_record.py $more
+		tests/integration/test_phases.py tests/integration/test_record.py \
+		tests/integration/test_record_hostile.py $more
 done

@@ -331,18 +331,29 @@ static void accepted(void *arg, int fd, bool in_group)
 	grpc_server_add_channel_from_fd(s->server, fd, s->fd_creds);
 }
 
+/* The fd of a call that came over an accepted unix connection (peer "fd:N"), else -1. */
+static long peer_fd(const char *peer)
+{
+	char *end;
+	long fd;
+
+	if (!peer || strncmp(peer, "fd:", 3))
+		return -1;
+	fd = strtol(peer + 3, &end, 10);
+	return end != peer + 3 && fd >= 0 ? fd : -1;
+}
+
 /*
- * The right of a call that came over an accepted unix connection ("fd:N"): its fd cannot be
- * reused while the call holds the connection open.
+ * The right of a call that came over an accepted unix connection: its fd cannot be reused
+ * while the call holds the connection open.
  */
 static bool fd_may_mark(struct rpc_server *s, const char *peer)
 {
-	char *end;
-	long fd = strtol(peer + 3, &end, 10);
+	long fd = peer_fd(peer);
 	bool ok;
 
 	pthread_mutex_lock(&s->rights_lock);
-	ok = end != peer + 3 && fd >= 0 && (size_t)fd < s->nrights && s->rights[fd] == 1;
+	ok = fd >= 0 && (size_t)fd < s->nrights && s->rights[fd] == 1;
 	pthread_mutex_unlock(&s->rights_lock);
 	return ok;
 }
@@ -418,10 +429,9 @@ static void call_owner(grpc_call *call, char *out, size_t len)
 		}
 	}
 	snprintf(out, len, "%s", peer ? peer : "?");
-	if (peer && !strncmp(peer, "fd:", 3)) {
-		fd = strtol(peer + 3, &end, 10);
-		if (end != peer + 3 && fd >= 0 &&
-		    !getsockopt((int)fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl))
+	fd = peer_fd(peer);
+	if (fd >= 0) {
+		if (!getsockopt((int)fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl))
 			snprintf(out, len, "uid:%u", (unsigned int)cred.uid);
 	} else if (peer && (end = strrchr(out, ':')) && end > out + 5) {
 		*end = '\0';     /* ipv4:1.2.3.4:5678 -> ipv4:1.2.3.4 */

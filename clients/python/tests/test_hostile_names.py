@@ -62,11 +62,18 @@ def test_markdown_carries_no_markup(tmp_path):
 
 
 def test_plots_draw_names_as_text(tmp_path):
-    pytest.importorskip("matplotlib")
+    """Without matplotlib (a base install) plots say what to install; never a skip."""
+    import importlib.util
+
+    from iopulse.data import MissingExtra
     from iopulse.report.plots import plot_all
 
     path = str(tmp_path / "r.iopulse")
     _run(path)
+    if importlib.util.find_spec("matplotlib") is None:
+        with pytest.raises(MissingExtra):
+            plot_all(load(path), str(tmp_path / "plots"), "svg")
+        return
     paths = plot_all(load(path), str(tmp_path / "plots"), "svg")
     assert paths
     # before: ValueError from mathtext for x$\\frac{$y, and "a $x$ b" drawn as math
@@ -151,30 +158,6 @@ def test_hostile_run_files_load_in_bounded_memory(tmp_path):
         p = subprocess.run([sys.executable, "-c", _BOUNDED_LOAD, str(path)], env=env,
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0 and want in p.stdout, (path.name, p.stdout, p.stderr[-500:])
-
-
-def test_cbt_reader_is_linear_and_bounded(tmp_path):
-    """300 nested unclosed objects per 2 MB (14 s before) and an output file of 3 GB (sparse,
-    read whole before) in a CBT archive."""
-    import time
-
-    from iopulse.phases.cbt import phases_from_archive
-
-    pytest.importorskip("yaml")
-    run = tmp_path / "archive" / "results" / "00000000" / "id1"
-    run.mkdir(parents=True)
-    (run / "benchmark_config.yaml").write_text("cluster:\n  iodepth: 4\n")
-    line = '{"a":[' * 300 + "\n"
-    (run / "output.0").write_text('"fio version"\n' + line * (8_000_000 // len(line)))
-    t0 = time.monotonic()
-    phases_from_archive(str(tmp_path / "archive"))
-    took = time.monotonic() - t0
-    assert took < 5, f"{took:.1f} s for 8 MB"
-    with open(run / "output.0", "wb") as f:
-        f.write(b'{\n  "fio version" : "fio-3.33",\n')
-        f.truncate(3 << 30)
-    with pytest.raises(ValueError, match="MiB"):
-        phases_from_archive(str(tmp_path / "archive"))
 
 
 def test_damaged_records_are_damage_not_tracebacks(tmp_path, capsys):

@@ -364,3 +364,31 @@ def test_dates_without_an_offset_are_local_time(monkeypatch):
     finally:
         monkeypatch.delenv("TZ")
         _time.tzset()
+
+
+@needs_yaml
+def test_cbt_reader_is_linear_and_bounded(tmp_path: Path, monkeypatch: Any) -> None:
+    """A fio output of 300 nested unclosed objects per line (8 MB: 52 s before, every line
+    that starts with '{' parsed to the end) is parsed only where fio's JSON begins; an output
+    file of 3 GB (sparse, read whole before) is refused by name."""
+    import json
+
+    run = tmp_path / "archive" / "results" / "00000000" / "id1"
+    run.mkdir(parents=True)
+    (run / "benchmark_config.yaml").write_text("cluster:\n  iodepth: 4\n")
+    line = '{"a":[' * 300 + "\n"
+    (run / "output.0").write_text('"fio version"\n' + line * (8_000_000 // len(line)))
+    parses = []
+    real = json.JSONDecoder.raw_decode
+
+    def counted(self: Any, s: str, idx: int = 0) -> Any:
+        parses.append(idx)
+        return real(self, s, idx)
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counted)
+    cbt.phases_from_archive(str(tmp_path / "archive"))
+    assert parses == [], f"{len(parses)} JSON parses of a file with no fio JSON in it"
+    with open(run / "output.0", "wb") as f:
+        f.write(b'{\n  "fio version" : "fio-3.33",\n')
+        f.truncate(3 << 30)
+    with pytest.raises(ValueError, match="output.0: more than 64 MiB"):
+        cbt.phases_from_archive(str(tmp_path / "archive"))

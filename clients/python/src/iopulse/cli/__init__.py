@@ -21,8 +21,8 @@ from ..record.reader import RunFileError
 from ..data import MissingExtra
 from . import (compare, export, info, mark, phases, plot, record, report, snapshot, top,
                watch)
-from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, printable, seconds,
-                     target)
+from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, printable,
+                     seconds, target)
 
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
                                    for m in (info, snapshot, top, watch, mark, record, report, compare,

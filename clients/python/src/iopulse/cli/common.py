@@ -67,6 +67,4 @@ def console() -> Any:
 def printable(s: str) -> str:
     """s with control and other unprintable characters escaped (\\n, \\x1b), for messages
     that quote names a user or a file chose."""
-    return "".join(ch if ch.isprintable() else
-                   {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\x{ord(ch):02x}")
-                   if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" for ch in s)
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in s)

@@ -55,13 +55,9 @@ def phases_from(path: str, fmt: str, end_time: Any) -> list[dict[str, Any]]:
         from ..phases.cbt import phases_from_archive
 
         return phases_from_archive(path)
-    from ..phases.cbt import MAX_OUTPUT
+    from ..phases.tool_output import read_output
 
-    with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read(MAX_OUTPUT + 1)
-    if len(text) > MAX_OUTPUT:
-        raise ValueError(f"more than {MAX_OUTPUT >> 20} MiB: not a benchmark's output this "
-                         "importer reads")
+    text = read_output(path)
     if fmt == "fio" or (fmt == "auto" and text.lstrip().startswith("{")):
         from ..phases.fio import phases_from_json
 

@@ -34,13 +34,13 @@ import re
 from typing import Any, Optional
 
 from . import fio, rados
+from .tool_output import read_output
 
 CONFIG = "benchmark_config.yaml"
 OLD_CONFIG = "cbt_config.yaml"
 MAX_LABELS = 30
 MAX_KEY, MAX_VALUE = 128, 1024
 _PEEK = 64 * 1024
-MAX_OUTPUT = 64 << 20           # the most of one output file read (fio's JSON is far smaller)
 _FIO_START = re.compile(r'^\{\s*"fio version"', re.MULTILINE)
 _SHORT_LIST = 8
 
@@ -89,19 +89,17 @@ def _labels(cfg: dict[str, Any], run_dir: str) -> dict[str, str]:
 
 
 def _read(path: str, limit: Optional[int] = None) -> str:
-    """The file's text, at most MAX_OUTPUT bytes of it: a larger file is refused by name (a
-    tool's output is far smaller; a sparse or runaway file must not fill memory)."""
+    """The first limit characters, or the whole text (read_output: a file too large is
+    refused by name); "" if it cannot be read."""
     try:
+        if not limit:
+            return read_output(path)
         with open(path, encoding="utf-8", errors="replace") as f:
-            if limit:
-                return f.read(limit)
-            text = f.read(MAX_OUTPUT + 1)
+            return f.read(limit)
     except OSError:
         return ""
-    if len(text) > MAX_OUTPUT:
-        raise ValueError(f"{path}: more than {MAX_OUTPUT >> 20} MiB: not a benchmark's output "
-                         "this importer reads")
-    return text
+    except ValueError as e:         # too large: refused, naming the file
+        raise ValueError(f"{path}: {e}") from None
 
 
 def _fio_events(path: str) -> list[dict[str, Any]]:

@@ -13,8 +13,10 @@ ${VAR} substitution of FIO_COMMENT_VAR, which the recorder sets to '#'; on the c
 (not cut there) it is written as is. A comment ends at a line break, so a command-line job
 name holding one is refused (a job-file section name cannot hold one). Where the job has a
 hook of its own, ours runs first and the user's follows unchanged, with fio's redirection
-applying to it as it would under plain fio. Clones of a job (numjobs) share one phase, from the first clone's start to the last
-clone's end; a stonewall group of several jobs gets a phase around them.
+applying to it as it would under plain fio.
+
+Clones of a job (numjobs) share one phase, from the first clone's start to the last clone's
+end; a stonewall group of several jobs gets a phase around them.
 
 After the fact (iopulse phases import run.json): from fio's JSON output. fio >= 3.36 writes
 each job's start (job_start, ms) and run time (job_runtime, ms): edges accurate to 1 ms plus
@@ -213,15 +215,13 @@ def plan(argv: list[str], hook: Callable[[str, str], str], out_dir: str) -> Plan
         if a.startswith("--name="):
             close_cmd_job()
             cmd_job = dict(cmd_glob, name=a[len("--name="):])
-        elif a.startswith("--exec_prerun=") or a.startswith("--exec_postrun="):
-            k, v = a[2:].split("=", 1)      # chained into ours when the job closes
-            (cmd_job if cmd_job is not None else cmd_glob)[k] = v
-            i += 1
-            continue
         elif a.startswith("--") and "=" in a or a.startswith("--") and a[2:] in (
                 "stonewall", "wait_for_previous"):
             k, v = _option(a[2:])
             (cmd_job if cmd_job is not None else cmd_glob)[k] = v
+            if k in ("exec_prerun", "exec_postrun"):
+                i += 1          # chained into ours when the job closes, not passed on
+                continue
         elif not a.startswith("-") and os.path.isfile(a):
             close_cmd_job()
             cmd_job = None
