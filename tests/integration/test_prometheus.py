@@ -155,6 +155,11 @@ def test_prometheus_scrapes_exact_counts_and_buckets(loopdev, daemon, prometheus
     t0 = time.time()
     prom.wait_scrape_after(t0 + 0.1)
     t1 = time.time()
+    # the sample a query at t1 finds may come from a scrape that began just before t1; the
+    # daemon may answer it later (seen under ASan on a busy machine, with IO of the run in
+    # it). Scrapes of one target run one after another, so once one stamped after t1 has
+    # succeeded, every scrape stamped before t1 was answered while the device was idle.
+    prom.wait_scrape_after(t1 + 0.1)
     run_fio(name="iop-prom", filename=lo.path, rw="randread", bs="4k", size="256M", direct=1,
             ioengine="libaio", iodepth=8, runtime="6s", time_based=True)
     after = wait_idle(lo.name)
