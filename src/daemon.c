@@ -21,6 +21,7 @@
 #include "log.h"
 #include "output_json.h"
 #include "output_text.h"
+#include "threads.h"
 #include "phases.h"
 #include "probes.h"
 #include "rpc_server.h"
@@ -115,6 +116,7 @@ static int serving_start(const struct iop_config *c)
 	r = hub_new(&srv.hub, c->interval_ms, c->server_ring_ms, &lim);
 	if (r)
 		return r;
+	hub_watch_threads(srv.hub, threads_alive);
 	if (*c->metrics_listen) {
 		if (c->metrics_precision > c->hist_precision)
 			log_warn("metrics.precision %u is finer than histogram.precision %u: "

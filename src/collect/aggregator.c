@@ -447,7 +447,7 @@ static int hand_over(struct aggregator *a)
 	int r = mine && theirs ? mark_slots(b) : -ENOMEM;
 
 	if (!r && !counters_at_one_instant(a, mine, theirs))
-		log_debug("reload: IO never paused while the counters were copied; a completion "
+		log_warn("reload: IO never paused while the counters were copied; a completion "
 			  "or two may be counted on both sides or neither");
 	if (!r) {
 		a->cnt_snap = mine;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,8 @@
 /* What we saw of one kernel entry last time, to compute deltas. */
 struct prev {
 	struct iop_sync_key key;
-	uint64_t gen;            /* 0: free slot */
+	uint64_t gen;            /* 0: free slot (never used, or a tombstone) */
+	bool tomb;               /* was used: lookups probe past it */
 	uint64_t kgen;           /* the kernel entry's creation number these values came from */
 	bool idle;               /* no calls in the latest interval */
 	uint64_t calls[IOP_SYNC_MAX];
@@ -26,6 +28,9 @@ struct prev {
 	uint32_t *hist;          /* low 32 bits of the cumulative buckets (see sparse.h): all
 	                          * kinds, then each kind (NVIEWS histograms of nb) */
 };
+
+/* Slots of the previous-values table at least (a power of two). */
+#define THREADS_CAP_MIN 1024
 
 /* Histograms per thread: all kinds together, then one per enum iop_sync_kind. */
 #define NVIEWS (1 + IOP_SYNC_MAX)
@@ -36,6 +41,7 @@ struct threads {
 	struct devices *devices;
 	unsigned int nb, k;
 	size_t cap;              /* hash capacity, power of two */
+	size_t used, tombs;      /* entries held, and removed ones still probed past */
 	struct prev *tab;
 	uint64_t gen;
 	uint32_t capacity;       /* kernel table entries */
@@ -59,7 +65,7 @@ int threads_new(struct threads **out, struct probes *p, struct devices *d)
 	t->devices = d;
 	t->k = probes_hist_k(p);
 	t->nb = probes_hist_nb(p);
-	t->cap = 4096;   /* power of two; grows when more threads are live */
+	t->cap = THREADS_CAP_MIN;   /* power of two; grows when more threads are live */
 	t->tab = calloc(t->cap, sizeof(*t->tab));
 	t->vsize = probes_sync_value_size(p);
 	t->capacity = probes_sync_capacity(p);
@@ -98,17 +104,18 @@ static size_t key_hash(const struct iop_sync_key *k)
 	return (size_t)((h ^ (h >> 29) ^ k->dev * 0xff51afd7ed558ccdull) >> 7);
 }
 
-static int grow(struct threads *t);
+static int rebuild(struct threads *t, size_t cap);
 
+/* The entry of key k, a new zeroed one if there is none; NULL on ENOMEM. */
 static struct prev *prev_get(struct threads *t, const struct iop_sync_key *k)
 {
-	size_t i, mask = t->cap - 1, used = 0;
+	size_t i, mask = t->cap - 1;
 	struct prev *free_slot = NULL;
 
 	for (i = key_hash(k) & mask; ; i = (i + 1) & mask) {
 		struct prev *e = &t->tab[i];
 
-		if (!e->gen && !e->hist) {
+		if (!e->gen && !e->tomb) {
 			free_slot = free_slot ?: e;
 			break;
 		}
@@ -116,60 +123,62 @@ static struct prev *prev_get(struct threads *t, const struct iop_sync_key *k)
 			return e;
 		if (!e->gen && !free_slot)
 			free_slot = e;
-		if (++used >= t->cap)
-			break;
 	}
-	if (!free_slot) {
-		if (grow(t))
+	/* at most half full, tombstones included: probes stay short and always end */
+	if ((t->used + t->tombs + 1) * 2 > t->cap) {
+		if (rebuild(t, (t->used + 1) * 4 > t->cap ? t->cap * 2 : t->cap))
 			return NULL;
 		return prev_get(t, k);
 	}
-	if (!free_slot->hist) {
-		free_slot->hist = calloc(NVIEWS * t->nb, sizeof(uint32_t));
-		if (!free_slot->hist)
-			return NULL;
-	} else {
-		memset(free_slot->hist, 0, NVIEWS * t->nb * sizeof(uint32_t));
-	}
+	free_slot->hist = calloc(NVIEWS * t->nb, sizeof(uint32_t));
+	if (!free_slot->hist)
+		return NULL;
+	if (free_slot->tomb)
+		t->tombs--;
+	free_slot->tomb = false;
 	memset(free_slot->calls, 0, sizeof(free_slot->calls));
 	memset(free_slot->lat_sum, 0, sizeof(free_slot->lat_sum));
 	free_slot->flush_bios = 0;
 	free_slot->kgen = 0;
+	free_slot->idle = false;
 	free_slot->key = *k;
 	free_slot->gen = t->gen;
+	t->used++;
 	return free_slot;
 }
 
-/* Rebuild the table twice as large (rare: more live threads than expected). */
-static int grow(struct threads *t)
+/* Forgets entry p: its memory goes back now, its slot stays a tombstone until a rebuild. */
+static void prev_remove(struct threads *t, struct prev *p)
+{
+	free(p->hist);
+	p->hist = NULL;
+	p->gen = 0;
+	p->tomb = true;
+	t->used--;
+	t->tombs++;
+}
+
+/* Moves the entries into a table of cap slots (a power of two), leaving the tombstones. */
+static int rebuild(struct threads *t, size_t cap)
 {
 	struct prev *old = t->tab;
 	size_t oldcap = t->cap, i;
 
-	t->tab = calloc(oldcap * 2, sizeof(*t->tab));
+	t->tab = calloc(cap, sizeof(*t->tab));
 	if (!t->tab) {
 		t->tab = old;
 		return -ENOMEM;
 	}
-	t->cap = oldcap * 2;
+	t->cap = cap;
+	t->tombs = 0;
 	for (i = 0; i < oldcap; i++) {
-		struct prev *n;
+		size_t j, mask = cap - 1;
 
-		if (!old[i].gen) {
-			free(old[i].hist);
+		if (!old[i].gen)
 			continue;
-		}
-		n = prev_get(t, &old[i].key);
-		if (!n)
-			return -ENOMEM;
-		memcpy(n->calls, old[i].calls, sizeof(n->calls));
-		n->kgen = old[i].kgen;
-		n->idle = old[i].idle;
-		n->flush_bios = old[i].flush_bios;
-		memcpy(n->lat_sum, old[i].lat_sum, sizeof(n->lat_sum));
-		n->gen = old[i].gen;
-		memcpy(n->hist, old[i].hist, NVIEWS * t->nb * sizeof(uint32_t));
-		free(old[i].hist);
+		for (j = key_hash(&old[i].key) & mask; t->tab[j].gen; j = (j + 1) & mask)
+			;
+		t->tab[j] = old[i];
 	}
 	free(old);
 	return 0;
@@ -355,11 +364,11 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	return 0;
 }
 
-static bool thread_alive(const struct iop_sync_key *k)
+bool threads_alive(uint32_t tgid, uint32_t tid)
 {
 	char path[64];
 
-	snprintf(path, sizeof(path), "/proc/%u/task/%u", k->tgid, k->pid);
+	snprintf(path, sizeof(path), "/proc/%u/task/%u", tgid, tid);
 	return access(path, F_OK) == 0 || errno != ENOENT;
 }
 
@@ -378,11 +387,11 @@ static uint64_t remove_exited(struct threads *t, int fd, size_t live)
 	for (i = 0; i < t->cap; i++) {
 		struct prev *p = &t->tab[i];
 
-		if (p->gen != t->gen || !p->idle || thread_alive(&p->key))
+		if (p->gen != t->gen || !p->idle || threads_alive(p->key.tgid, p->key.pid))
 			continue;
 		if (bpf_map_delete_elem(fd, &p->key) == 0)
 			removed++;
-		p->gen = 0;
+		prev_remove(t, p);
 	}
 	return removed;
 }
@@ -432,8 +441,16 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 	/* forget entries the kernel no longer has */
 	for (i = 0; i < t->cap; i++)
 		if (t->tab[i].gen && t->tab[i].gen != t->gen)
-			t->tab[i].gen = 0;
+			prev_remove(t, &t->tab[i]);
 	*evicted = remove_exited(t, fd, live);
+	/* after a burst of threads, give the table's memory back */
+	if (t->cap > THREADS_CAP_MIN && t->used * 8 < t->cap) {
+		r = rebuild(t, t->cap / 2);
+		malloc_trim(0);   /* the freed histograms are scattered through the heap */
+	} else if (t->tombs * 4 > t->cap)
+		r = rebuild(t, t->cap);
+	if (r)
+		return r;
 	*out = t->out;
 	*n = count;
 	return 0;

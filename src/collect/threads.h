@@ -2,6 +2,7 @@
 #ifndef IOPULSE_THREADS_H
 #define IOPULSE_THREADS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,9 @@ struct threads *threads_free(struct threads *t);
  */
 int threads_collect(struct threads *t, const struct iop_config *c,
 		    struct iop_thread_interval **out, size_t *n, uint64_t *evicted);
+
+/* Whether thread tid of process tgid exists (true when /proc cannot say). */
+bool threads_alive(uint32_t tgid, uint32_t tid);
 
 /* Process name and ceph-osd id of a process (osd_id -1 when it is not a ceph-osd). */
 void threads_process_info(int tgid, char *name, size_t namelen, int *osd_id);

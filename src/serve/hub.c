@@ -10,9 +10,15 @@
 #include <time.h>
 
 #include "phases.h"
+#include "thread_fold.h"
 #include "update_pb.h"
 
 #define MULTIPLE_MAX 3600
+/* A GetSnapshot answer fits the default gRPC receive limit (4 MiB) of any client. */
+#define SNAPSHOT_BYTES_MAX ((4u << 20) - (64u << 10))
+/* Exited threads are looked for every this many intervals, or once this many entries came. */
+#define FOLD_EVERY 16
+#define FOLD_GROWTH 1024
 #define NAME_MAX_LEN 128
 
 /* The ring keeps packed Updates only: a merge unpacks what it needs. */
@@ -42,6 +48,9 @@ struct hub {
 	uint64_t bytes, bytes_max;  /* packed Updates held, and server.ring_mib */
 	uint64_t last_seq;
 	pb_update *cum;             /* everything since start */
+	thread_alive_fn alive;      /* folds exited threads in cum; NULL: never */
+	uint64_t publishes;
+	size_t threads_checked;     /* cum's thread entries after the last fold */
 	struct phases *phases;
 	char **known;               /* device names ever published */
 	size_t nknown;
@@ -297,6 +306,14 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 	}
 	/* the snapshot counts marks but keeps none: they would pile up for the daemon's life */
 	r = r ?: update_merge_into(h->cum, u, &(struct update_filter){ .marks_counted = true });
+	/* nor an entry per thread ever seen: exited threads' totals fold into their name's */
+	if (!r && h->alive && (++h->publishes % FOLD_EVERY == 0 ||
+			       h->cum->n_threads >= h->threads_checked + FOLD_GROWTH)) {
+		int f = thread_fold_exited(h->cum, h->alive);
+
+		r = f < 0 ? f : 0;
+		h->threads_checked = h->cum->n_threads;
+	}
 	if (m) {
 		make_room(h, u->end_monotonic_ns, m->len);
 		i = (h->head + h->n) % h->cap;
@@ -311,6 +328,13 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 	pthread_mutex_unlock(&h->lock);
 	update_free(u);
 	return r;
+}
+
+void hub_watch_threads(struct hub *h, thread_alive_fn alive)
+{
+	pthread_mutex_lock(&h->lock);
+	h->alive = alive;
+	pthread_mutex_unlock(&h->lock);
 }
 
 void hub_set_info(struct hub *h, struct hub_msg *m)
@@ -649,6 +673,13 @@ int hub_snapshot(struct hub *h, const uint8_t *req, size_t len, struct hub_msg *
 	iopulse__v1__snapshot_request__free_unpacked(q, NULL);
 	/* the marks it lists: the begin marks of the phases open now */
 	r = r ?: phases_open(h->phases, &copy->phases, &copy->n_phases);
+	r = r ?: thread_fold_to_fit(copy, SNAPSHOT_BYTES_MAX);
+	if (r == -EMSGSIZE) {
+		snprintf(err, errlen, "the snapshot is %zu bytes even with one thread entry per "
+			 "device, more than %u: ask for fewer devices",
+			 protobuf_c_message_get_packed_size(&copy->base), SNAPSHOT_BYTES_MAX);
+		r = -EMSGSIZE;
+	}
 	if (r) {
 		update_free(copy);
 		return r;

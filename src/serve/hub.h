@@ -7,6 +7,7 @@
 
 #include "interval.h"
 #include "server_limits.h"
+#include "thread_fold.h"
 
 /* A packed message shared between senders; freed with its last reference. */
 struct hub_msg {
@@ -34,6 +35,9 @@ struct hub *hub_free(struct hub *h);
  * stamped with its end), pack it once, keep it in the ring and the cumulative snapshot.
  * 0 or -ENOMEM. */
 int hub_publish(struct hub *h, const struct iop_interval *iv);
+/* Thread entries of threads that alive() says are gone fold into totals per name (see
+ * thread_fold.h); without this, the snapshot keeps an entry per thread ever seen. */
+void hub_watch_threads(struct hub *h, thread_alive_fn alive);
 /* Replace the packed Info answer (takes m). */
 void hub_set_info(struct hub *h, struct hub_msg *m);
 uint64_t hub_last_seq(struct hub *h);

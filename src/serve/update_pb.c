@@ -386,7 +386,7 @@ static int sync_latency_add(Iopulse__V1__SyncLatency *a, const Iopulse__V1__Sync
 	return hist_add(&a->histogram_ns, s->histogram_ns);
 }
 
-static int thread_add(Iopulse__V1__ThreadSync *a, const Iopulse__V1__ThreadSync *s)
+int update_thread_add(Iopulse__V1__ThreadSync *a, const Iopulse__V1__ThreadSync *s)
 {
 	a->fsync += s->fsync;
 	a->fdatasync += s->fdatasync;
@@ -448,7 +448,7 @@ int update_merge_into(pb_update *acc, const pb_update *src, const struct update_
 			    a->dev_minor == s->dev_minor)
 				break;
 		}
-		r = j < acc->n_threads ? thread_add(acc->threads[j], s) :
+		r = j < acc->n_threads ? update_thread_add(acc->threads[j], s) :
 			append_dup((void ***)&acc->threads, &acc->n_threads, &s->base);
 		if (r)
 			return r;

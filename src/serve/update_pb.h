@@ -40,6 +40,9 @@ pb_update *update_copy(const pb_update *m, const struct update_filter *f);
  */
 int update_merge_into(pb_update *acc, const pb_update *src, const struct update_filter *f);
 
+/* Adds s's calls, sums and histograms into a (one thread's totals). 0 or -ENOMEM. */
+int update_thread_add(Iopulse__V1__ThreadSync *a, const Iopulse__V1__ThreadSync *s);
+
 void update_free(pb_update *u);
 
 /* Any protobuf-c message, packed into a new malloc'd buffer; NULL on ENOMEM. */

@@ -99,6 +99,20 @@ def counted(d: Daemon, name: str) -> int:
     return sum_op(ivs, name, "read", "ios") + sum_op(ivs, name, "write", "ios")
 
 
+def accounting(d: Daemon, name: str) -> str:
+    """What the daemon says about a device's IO it did not time, and its drops."""
+    ivs = d.all_intervals()
+    parts = [f"{k} {sum(sum_op(ivs, name, op, k) for op in ('read', 'write'))}"
+             for k in ("completion_unseen", "untimed")]
+    drops: dict[str, int] = {}
+    for iv in ivs:
+        for k, v in iv.get("drops", {}).items():
+            drops[k] = drops.get(k, 0) + v
+    return f"{name}: " + ", ".join(parts) + "; drops " + ", ".join(
+        f"{k} {v}" for k, v in sorted(drops.items()) if v) + "; daemon warnings: " + (
+        " | ".join(l for l in d.stderr_text().splitlines() if "warn" in l.lower())[-600:] or "none")
+
+
 def config(precision: int) -> str:
     # Sync calls of other processes on the machine (a package manager, another test run's
     # fio) would be kept in the snapshot for as long as the daemon runs, an entry per thread
@@ -217,7 +231,8 @@ def run(a: argparse.Namespace) -> int:
     want = {n: ios(n) - start[n] for n in names}
     for n in names:
         if got[n] != want[n]:
-            problems.append(f"{n}: iopulse counted {got[n]} reads+writes, diskstats {want[n]}")
+            problems.append(f"{n}: iopulse counted {got[n]} reads+writes, diskstats {want[n]} "
+                            f"({accounting(d, n)})")
     if rss - ref[0] > a.rss_growth_mib << 20:
         problems.append(f"RSS grew {(rss - ref[0]) / 2**20:.1f} MiB after the reference report "
                         f"(bound {a.rss_growth_mib} MiB)")

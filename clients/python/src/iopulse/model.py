@@ -138,7 +138,10 @@ class SyncLatency:
 
 @dataclass
 class ThreadSync:
-    """fsync / fdatasync / sync_file_range calls of one thread on one device."""
+    """fsync / fdatasync / sync_file_range calls of one thread on one device, or (folded > 0,
+    GetSnapshot only) the totals of that many threads folded together: threads that exited,
+    by comm, process and OSD (pid and tid 0), or, with comm and process empty, the device's
+    other threads."""
     pid: int
     tid: int
     comm: str                   # thread name
@@ -155,10 +158,18 @@ class ThreadSync:
     latency_ns: Histogram       # all kinds of call
     # each kind apart, by SYNC_CALLS name; None from a daemon that does not send them
     by_call: dict[str, Optional[SyncLatency]] = field(default_factory=dict)
+    folded: int = 0             # 0: one live thread; N: N threads' totals (see above)
 
     @property
     def calls(self) -> int:
         return self.fsync + self.fdatasync + self.sync_file_range
+
+    @property
+    def who(self) -> str:
+        """'pid/tid' of a thread; 'N exited' or 'N others' for folded totals."""
+        if not self.folded:
+            return f"{self.pid}/{self.tid}"
+        return f"{self.folded} {'exited' if self.comm or self.process else 'others'}"
 
     def call_latency(self, call: str) -> Optional[SyncLatency]:
         """The latencies of one kind of call ('fsync', 'fdatasync', 'sync_file_range')."""
@@ -182,11 +193,12 @@ class ThreadSync:
                    msg.device or None, msg.fsync, msg.fdatasync, msg.sync_file_range,
                    msg.flush_bios, msg.latency_sum_ns, _hist(msg, "latency_ns", precision),
                    {c: SyncLatency.from_pb(getattr(msg, c + "_latency"), precision)
-                    if msg.HasField(c + "_latency") else None for c in SYNC_CALLS})
+                    if msg.HasField(c + "_latency") else None for c in SYNC_CALLS},
+                   msg.threads_folded)
 
     def to_dict(self, seconds: Optional[float] = None) -> dict[str, Any]:
-        return {"pid": self.pid, "tid": self.tid, "comm": self.comm, "process": self.process,
-                "osd_id": self.osd_id, "dev": self.dev, "device": self.device,
+        return {"pid": self.pid, "tid": self.tid, "threads_folded": self.folded,
+                "comm": self.comm, "process": self.process, "osd_id": self.osd_id, "dev": self.dev, "device": self.device,
                 "fsync": self.fsync, "fdatasync": self.fdatasync,
                 "sync_file_range": self.sync_file_range, "calls": self.calls,
                 "calls_per_s": _rate(self.calls, seconds), "flush_bios": self.flush_bios,

@@ -305,7 +305,7 @@ class SyncLatency(_message.Message):
     def __init__(self, sum_ns: _Optional[int] = ..., histogram_ns: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
 
 class ThreadSync(_message.Message):
-    __slots__ = ["comm", "dev_major", "dev_minor", "device", "fdatasync", "fdatasync_latency", "flush_bios", "fsync", "fsync_latency", "latency_ns", "latency_sum_ns", "osd_id", "pid", "process", "sync_file_range", "sync_file_range_latency", "tid"]
+    __slots__ = ["comm", "dev_major", "dev_minor", "device", "fdatasync", "fdatasync_latency", "flush_bios", "fsync", "fsync_latency", "latency_ns", "latency_sum_ns", "osd_id", "pid", "process", "sync_file_range", "sync_file_range_latency", "threads_folded", "tid"]
     COMM_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     DEV_MAJOR_FIELD_NUMBER: _ClassVar[int]
@@ -322,6 +322,7 @@ class ThreadSync(_message.Message):
     PROCESS_FIELD_NUMBER: _ClassVar[int]
     SYNC_FILE_RANGE_FIELD_NUMBER: _ClassVar[int]
     SYNC_FILE_RANGE_LATENCY_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FOLDED_FIELD_NUMBER: _ClassVar[int]
     TID_FIELD_NUMBER: _ClassVar[int]
     comm: str
     dev_major: int
@@ -339,8 +340,9 @@ class ThreadSync(_message.Message):
     process: str
     sync_file_range: int
     sync_file_range_latency: SyncLatency
+    threads_folded: int
     tid: int
-    def __init__(self, pid: _Optional[int] = ..., tid: _Optional[int] = ..., comm: _Optional[str] = ..., process: _Optional[str] = ..., osd_id: _Optional[int] = ..., dev_major: _Optional[int] = ..., dev_minor: _Optional[int] = ..., device: _Optional[str] = ..., fsync: _Optional[int] = ..., fdatasync: _Optional[int] = ..., sync_file_range: _Optional[int] = ..., flush_bios: _Optional[int] = ..., latency_sum_ns: _Optional[int] = ..., latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fsync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., fdatasync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., sync_file_range_latency: _Optional[_Union[SyncLatency, _Mapping]] = ...) -> None: ...
+    def __init__(self, pid: _Optional[int] = ..., tid: _Optional[int] = ..., comm: _Optional[str] = ..., process: _Optional[str] = ..., osd_id: _Optional[int] = ..., dev_major: _Optional[int] = ..., dev_minor: _Optional[int] = ..., device: _Optional[str] = ..., fsync: _Optional[int] = ..., fdatasync: _Optional[int] = ..., sync_file_range: _Optional[int] = ..., flush_bios: _Optional[int] = ..., latency_sum_ns: _Optional[int] = ..., latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fsync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., fdatasync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., sync_file_range_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., threads_folded: _Optional[int] = ...) -> None: ...
 
 class Update(_message.Message):
     __slots__ = ["devices", "drops", "end_monotonic_ns", "end_realtime_ns", "first_seq", "merged", "phase_marks", "phases", "precision", "seq", "start_monotonic_ns", "start_realtime_ns", "threads"]
