@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -87,6 +88,10 @@ def make_loop(size_mb, where="/dev/shm"):
     os.truncate(path, size_mb << 20)
     dev = sh("losetup", "--direct-io=on", "-f", "--show", path).strip()
     LOOPS.append(dev)
+    # udev probes a new device (blkid reads it) when it gets to the event, which after a
+    # burst of loop devices can be seconds later: let that IO happen before anything counts
+    if shutil.which("udevadm"):
+        subprocess.run(["udevadm", "settle", "--timeout=30"], capture_output=True)
     return dev
 
 

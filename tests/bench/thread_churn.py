@@ -6,7 +6,8 @@ starts that many threads as fast as they come, each named one of 8 names, each m
 fdatasync on a loop device and exiting, while iopulsed runs with a gRPC socket (250 ms
 intervals and a kernel thread table of 4096, so that a week's threads fit in minutes without
 dropping calls). Every --report threads it prints the
-daemon's RSS, the GetSnapshot size and thread entries, and the fdatasync calls the snapshot
+daemon's RSS (and how much of it the replay ring holds: server.ring of intervals, bounded
+by age and size, not by threads), the GetSnapshot size and thread entries, and the fdatasync calls the snapshot
 holds against those made. Ends with the same line and a verdict: every call kept (or counted
 as dropped), the snapshot under 4 MiB.
 
@@ -67,6 +68,7 @@ def main() -> int:
     ap.add_argument("--report", type=int, default=50_000, metavar="N")
     ap.add_argument("--interval", default="250ms")
     ap.add_argument("--max-threads", default="4096")
+    ap.add_argument("--ring", default="10m", help="server.ring (replay history)")
     ap.add_argument("--iopulsed", default=os.environ.get("IOPULSED",
                                                          str(REPO / "build" / "iopulsed")))
     a = ap.parse_args()
@@ -77,7 +79,10 @@ def main() -> int:
     sock = os.path.join(work, "d.sock")
     dev = make_loop(64)
     err = open(os.path.join(work, "iopulsed.stderr"), "w+")
-    d = subprocess.Popen([a.iopulsed, "-c", str(REPO / "etc" / "iopulse.yaml"), "-i", a.interval,
+    cfg = os.path.join(work, "churn.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"server:\n  ring: {a.ring}\n")
+    d = subprocess.Popen([a.iopulsed, "-c", cfg, "-i", a.interval,
                           "--max-threads", a.max_threads, "--devices", os.path.basename(dev),
                           "--socket", sock], stdout=subprocess.DEVNULL, stderr=err)
     ch = grpc.insecure_channel(f"unix:{sock}")
@@ -107,8 +112,9 @@ def main() -> int:
             time.sleep(2.5)   # the last threads' calls come with the next interval
             snap = stub.GetSnapshot(pb.SnapshotRequest(), timeout=30)
             kept = sum(t.fdatasync for t in snap.threads if t.comm in NAMES)
+            ring = stub.GetInfo(pb.InfoRequest(), timeout=30).ring_bytes / 2**20
             print(f"{time.monotonic() - t0:7.0f}s  threads {done:7d}  RSS "
-                  f"{rss_mib(d.pid):6.1f} MiB  snapshot {snap.ByteSize():8d} bytes, "
+                  f"{rss_mib(d.pid):6.1f} MiB (replay ring {ring:5.1f})  snapshot {snap.ByteSize():8d} bytes, "
                   f"{len(snap.threads):5d} thread entries  fdatasync kept {kept} + dropped "
                   f"{snap.drops.sync_full} of {done}", flush=True)
         assert snap is not None

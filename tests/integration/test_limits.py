@@ -37,8 +37,8 @@ def rss_bytes(pid: int) -> int:
 
 def marks_size(u) -> int:
     """Bytes of a snapshot without its devices and threads: what marks can grow. The rest is
-    what the machine does meanwhile (a busy disk fills more histogram buckets, every thread
-    that syncs is kept since start: 0.2-3 KiB each), not something a client controls."""
+    what the machine does meanwhile (a busy disk fills more histogram buckets, a syncing
+    thread has an entry while it lives), not something a client controls."""
     c = pb.Update()
     c.CopyFrom(u)
     c.ClearField("devices")
