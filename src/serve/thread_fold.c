@@ -95,34 +95,37 @@ static int absorb(thread_pb *into, thread_pb *t)
 	return r;
 }
 
+/* The entry of list (n long) that t folds into by match, or NULL. */
+static thread_pb *find(thread_pb **list, size_t n, const thread_pb *t,
+		       bool (*match)(const thread_pb *, const thread_pb *))
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if (match(list[j], t))
+			return list[j];
+	return NULL;
+}
+
 /*
  * Folds entry i of u: into its name's totals when named (and there is room for the name),
  * else into its device's other threads. The slot is set to NULL when t was absorbed.
  */
 static int fold_one(pb_update *u, size_t i, struct targets *g, bool named)
 {
-	thread_pb *t = u->threads[i];
-	size_t j;
+	thread_pb *t = u->threads[i], *into = NULL;
 
 	if (named) {
-		for (j = 0; j < g->nnamed; j++)
-			if (same_name(g->named[j], t))
-				break;
-		if (j < g->nnamed) {
-			u->threads[i] = NULL;
-			return absorb(g->named[j], t);
-		}
-		if (g->nnamed < THREAD_FOLD_NAMES_MAX) {
+		into = find(g->named, g->nnamed, t, same_name);
+		if (!into && g->nnamed < THREAD_FOLD_NAMES_MAX) {
 			g->named[g->nnamed++] = t;
 			return become_folded(t, true);
 		}
 	}
-	for (j = 0; j < g->nother; j++)
-		if (same_dev(g->other[j], t))
-			break;
-	if (j < g->nother) {
+	into = into ?: find(g->other, g->nother, t, same_dev);
+	if (into) {
 		u->threads[i] = NULL;
-		return absorb(g->other[j], t);
+		return absorb(into, t);
 	}
 	g->other[g->nother++] = t;
 	return become_folded(t, false);

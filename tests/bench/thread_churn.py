@@ -30,7 +30,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "clients" / "python" / "src"))
 
-from overhead import FILES, LOOPS, make_loop  # noqa: E402
+from overhead import CHILDREN, cleanup, make_loop, on_signal  # noqa: E402
 
 import grpc  # noqa: E402
 from iopulse._pb import iopulse_pb2 as pb  # noqa: E402
@@ -75,6 +75,8 @@ def main() -> int:
     if os.geteuid() != 0:
         print("thread_churn: run as root (BPF, loop devices)", file=sys.stderr)
         return 2
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
     work = tempfile.mkdtemp(prefix="iopulse-churn-")
     sock = os.path.join(work, "d.sock")
     dev = make_loop(64)
@@ -85,6 +87,7 @@ def main() -> int:
     d = subprocess.Popen([a.iopulsed, "-c", cfg, "-i", a.interval,
                           "--max-threads", a.max_threads, "--devices", os.path.basename(dev),
                           "--socket", sock], stdout=subprocess.DEVNULL, stderr=err)
+    CHILDREN.append(d)
     ch = grpc.insecure_channel(f"unix:{sock}")
     stub = pb_grpc.TelemetryStub(ch)
     ok = False
@@ -131,20 +134,7 @@ def main() -> int:
         print("verdict: " + ("PASS" if ok else "FAIL"))
     finally:
         ch.close()
-        if d.poll() is None:
-            d.send_signal(signal.SIGTERM)
-            try:
-                d.wait(20)
-            except subprocess.TimeoutExpired:
-                d.kill()
-                d.wait()
-        for x in LOOPS:
-            subprocess.run(["losetup", "-d", x], capture_output=True)
-        for f in FILES:
-            try:
-                os.unlink(f)
-            except FileNotFoundError:
-                pass
+        cleanup()     # the daemon (SIGTERM), the loop device and its file
     return 0 if ok else 1
 
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "check_main.h"
+#include "pb_check.h"
 #include "hist_math.h"
 #include "hub.h"
 #include "phases.h"
@@ -83,16 +84,6 @@ static pb_update *unpack(const struct hub_msg *m)
 
 	ck_assert_ptr_nonnull(u);
 	return u;
-}
-
-static uint64_t hist_total(const Iopulse__V1__Histogram *h)
-{
-	uint64_t t = 0;
-	size_t i;
-
-	for (i = 0; h && i < h->n_count; i++)
-		t += h->count[i];
-	return t;
 }
 
 static uint8_t *subscribe_req(unsigned int multiple, size_t *len)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "pb_check.h"
 #include "thread_fold.h"
 #include "update_pb.h"
 
@@ -80,16 +81,6 @@ static void add(pb_update *u, thread_pb *t)
 struct totals {
 	uint64_t calls, sum, hist, kind_hist, threads;
 };
-
-static uint64_t hist_total(const Iopulse__V1__Histogram *h)
-{
-	uint64_t t = 0;
-	size_t i;
-
-	for (i = 0; h && i < h->n_count; i++)
-		t += h->count[i];
-	return t;
-}
 
 /* What u holds for device 8:minor, threads counted as folded ones or 1 each. */
 static struct totals totals(const pb_update *u, uint32_t minor)
