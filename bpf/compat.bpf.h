@@ -18,7 +18,8 @@
  * 3. Request flag bit numbers (__REQ_FUA, __REQ_PREFLUSH) moved over time; read them from the
  *    enum req_flag_bits in BTF. REQ_OP_BITS has been 8 since 4.10 (ef295ecf090d).
  * 4. rq_flags bits became an enum (__RQF_FLUSH_SEQ) in 6.11 (5f89154e8e9e "block: Use enum to
- *    define RQF_x bit indexes", 6.11); before that RQF_FLUSH_SEQ was (1 << 4).
+ *    define RQF_x bit indexes", 6.11), anonymous until 6.14; before 6.11 RQF_FLUSH_SEQ was
+ *    (1 << 4). Passed in by the loader (below).
  * 5. A filesystem that is not one block device reports an anonymous s_dev (major 0): btrfs
  *    keeps its devices in struct btrfs_fs_info (present in BTF only where btrfs is built in or
  *    its module BTF is loaded); others with sb->s_bdev set use that. btrfs_fs_devices had
@@ -56,24 +57,24 @@ static __always_inline unsigned int iop_req_preflush(void)
 	return 1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH);
 }
 
-enum rqf_flags___x {
-	__RQF_FLUSH_SEQ___x = 1,
-	__RQF_IO_STAT___x = 2,
-};
+/*
+ * 4 (cont.): the loader reads both bits from BTF by enumerator name (src/collect/btf_compat.c),
+ * since from 6.11 until e7112524e5e8 ("block: Name the RQF flags enum", 6.14) the enum was
+ * anonymous and CO-RE, which finds named types only, would fall back to 1 << 4: there that is
+ * __RQF_SCHED_TAGS, set on every request of a queue with a scheduler.
+ */
+const volatile unsigned int rqf_flush_seq_mask = 1U << 4;
+/* RQF_IO_STAT (start_time_ns is kept), 0 where the bit is not known (before 6.11) */
+const volatile unsigned int rqf_io_stat_mask = 0;
 
 static __always_inline unsigned int iop_rqf_flush_seq(void)
 {
-	if (bpf_core_enum_value_exists(enum rqf_flags___x, __RQF_FLUSH_SEQ___x))
-		return 1U << bpf_core_enum_value(enum rqf_flags___x, __RQF_FLUSH_SEQ___x);
-	return 1U << 4;
+	return rqf_flush_seq_mask;
 }
 
-/* RQF_IO_STAT (start_time_ns is kept), 0 where it is not an enum (before 6.11) */
 static __always_inline unsigned int iop_rqf_io_stat(void)
 {
-	if (bpf_core_enum_value_exists(enum rqf_flags___x, __RQF_IO_STAT___x))
-		return 1U << bpf_core_enum_value(enum rqf_flags___x, __RQF_IO_STAT___x);
-	return 0;
+	return rqf_io_stat_mask;
 }
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;

@@ -50,6 +50,41 @@ static bool enum_has(const struct btf *btf, const char *enum_name, const char *v
 	return false;
 }
 
+long long btf_compat_enumerator(const struct btf *btf, const char *name)
+{
+	unsigned int id, n = btf__type_cnt(btf);
+	int i;
+
+	for (id = 1; id < n; id++) {
+		const struct btf_type *t = btf__type_by_id(btf, id);
+
+		if (btf_is_enum(t)) {
+			const struct btf_enum *e = btf_enum(t);
+
+			for (i = 0; i < btf_vlen(t); i++)
+				if (!strcmp(btf__name_by_offset(btf, e[i].name_off), name))
+					return e[i].val < 0 ? -ERANGE : e[i].val;
+		} else if (btf_is_enum64(t)) {
+			const struct btf_enum64 *e = btf_enum64(t);
+
+			for (i = 0; i < btf_vlen(t); i++)
+				if (!strcmp(btf__name_by_offset(btf, e[i].name_off), name))
+					return (long long)btf_enum64_value(e + i);
+		}
+	}
+	return -ENOENT;
+}
+
+/* 1 << the bit called name, fallback where no enum has it, 0 for a bit out of range */
+static unsigned int enum_bit(const struct btf *btf, const char *name, unsigned int fallback)
+{
+	long long bit = btf_compat_enumerator(btf, name);
+
+	if (bit < 0)
+		return fallback;
+	return bit < 32 ? 1U << bit : 0;
+}
+
 /* Applies BTF_COMPAT_HIDE_ENV; an unknown name is an error naming it. */
 static int hide_features(struct btf_compat *c, char *err, unsigned long errlen)
 {
@@ -99,6 +134,8 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 	c->have_task_storage = enum_has(btf, "bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE") &&
 			       enum_has(btf, "bpf_func_id", "BPF_FUNC_get_current_task_btf");
 	c->have_rdonly_cast = btf__find_by_name_kind(btf, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
+	c->rqf_flush_seq = enum_bit(btf, "__RQF_FLUSH_SEQ", BTF_COMPAT_RQF_FLUSH_SEQ_OLD);
+	c->rqf_io_stat = enum_bit(btf, "__RQF_IO_STAT", 0);
 	btf__free(btf);
 	return hide_features(c, err, errlen);
 }

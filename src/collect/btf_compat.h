@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+struct btf;
+
 struct btf_compat {
 	bool have_btf;            /* /sys/kernel/btf/vmlinux loaded */
 	bool have_block_tps;      /* btf_trace_block_rq_issue etc. exist (tp_btf possible) */
@@ -11,7 +13,20 @@ struct btf_compat {
 	/* sync tracking: task-local storage and bpf_get_current_task_btf (5.11) */
 	bool have_task_storage;
 	bool have_rdonly_cast;    /* kfunc bpf_rdonly_cast (6.2); else the _read sync programs */
+	/* request flag masks (compat.bpf.h 4): from BTF where the bits are an enum (6.11) */
+	unsigned int rqf_flush_seq; /* RQF_FLUSH_SEQ */
+	unsigned int rqf_io_stat;   /* RQF_IO_STAT, 0 where unknown (then not checked) */
 };
+
+/* RQF_FLUSH_SEQ where the flags are #defines (before 6.11): include/linux/blk-mq.h */
+#define BTF_COMPAT_RQF_FLUSH_SEQ_OLD (1U << 4)
+
+/*
+ * Value of the enumerator called name in any enum of btf, named or anonymous (CO-RE finds
+ * only named enums: the request flags' enum was anonymous from 6.11 until e7112524e5e8 "block:
+ * Name the RQF flags enum", 6.14). Returns the value (>= 0), or -ENOENT.
+ */
+long long btf_compat_enumerator(const struct btf *btf, const char *name);
 
 /*
  * IOPULSE_HIDE_KERNEL_FEATURES (comma-separated: tp_btf, task_storage, rdonly_cast) makes

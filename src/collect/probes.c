@@ -184,6 +184,8 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	s->rodata->sync_u64s = (unsigned int)sync_u64s;
 	s->rodata->rollup_partitions = o->rollup_partitions;
 	s->rodata->rq_issue_arg = p->compat.rq_issue_arg;
+	s->rodata->rqf_flush_seq_mask = p->compat.rqf_flush_seq;
+	s->rodata->rqf_io_stat_mask = p->compat.rqf_io_stat;
 	p->sync_value_size = sync_u64s * 8;
 
 	err = err ?: bpf_map__set_value_size(s->maps.dev_data, (uint32_t)(p->slot_u64s * 8));
@@ -486,8 +488,10 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 				 errno == EPERM ? " (it takes CAP_SYS_ADMIN; bpf_stats: false "
 				 "silences this)" : "");
 	}
-	log_info("probes attached (%s, histogram precision %u, %u buckets, %zu KiB per device)",
-		 p->raw_tp ? "raw_tp" : "tp_btf", p->k, p->nb, p->slot_u64s * 8 / 1024);
+	log_info("probes attached (%s, histogram precision %u, %u buckets, %zu KiB per device; "
+		 "request flags flush_seq 0x%x io_stat 0x%x)", p->raw_tp ? "raw_tp" : "tp_btf",
+		 p->k, p->nb, p->slot_u64s * 8 / 1024, p->compat.rqf_flush_seq,
+		 p->compat.rqf_io_stat);
 	*out = p;
 	return 0;
 fail:

@@ -1,0 +1,71 @@
+/* test_btf_compat.c - request flag bits found in named and anonymous BTF enums */
+#include <check.h>
+#include <errno.h>
+
+#include <bpf/btf.h>
+
+#include "collect/btf_compat.h"
+#include "check_main.h"
+
+/* BTF holding one enum of the request flags, named or not (6.11-6.13 had it anonymous) */
+static struct btf *rqf_btf(const char *enum_name)
+{
+	struct btf *btf = btf__new_empty();
+
+	ck_assert_ptr_nonnull(btf);
+	ck_assert_int_gt(btf__add_int(btf, "int", 4, BTF_INT_SIGNED), 0);
+	ck_assert_int_gt(btf__add_enum(btf, enum_name, 4), 0);
+	ck_assert_int_eq(btf__add_enum_value(btf, "__RQF_STARTED", 0), 0);
+	ck_assert_int_eq(btf__add_enum_value(btf, "__RQF_FLUSH_SEQ", 1), 0);
+	ck_assert_int_eq(btf__add_enum_value(btf, "__RQF_MIXED_MERGE", 2), 0);
+	ck_assert_int_eq(btf__add_enum_value(btf, "__RQF_DONTPREP", 3), 0);
+	ck_assert_int_eq(btf__add_enum_value(btf, "__RQF_SCHED_TAGS", 4), 0);
+	ck_assert_int_eq(btf__add_enum_value(btf, "__RQF_IO_STAT", 7), 0);
+	return btf;
+}
+
+START_TEST(anonymous_enum)
+{
+	struct btf *btf = rqf_btf(NULL);
+
+	/* bit 4 is SCHED_TAGS here, not FLUSH_SEQ: the old fallback would be wrong */
+	ck_assert_int_eq(btf_compat_enumerator(btf, "__RQF_FLUSH_SEQ"), 1);
+	ck_assert_int_eq(btf_compat_enumerator(btf, "__RQF_IO_STAT"), 7);
+	btf__free(btf);
+}
+END_TEST
+
+START_TEST(named_enum)
+{
+	struct btf *btf = rqf_btf("rqf_flags");
+
+	ck_assert_int_eq(btf_compat_enumerator(btf, "__RQF_FLUSH_SEQ"), 1);
+	ck_assert_int_eq(btf_compat_enumerator(btf, "__RQF_SCHED_TAGS"), 4);
+	btf__free(btf);
+}
+END_TEST
+
+START_TEST(defines_only)
+{
+	struct btf *btf = btf__new_empty();
+
+	/* before 6.11 the bits are #defines: nothing in BTF, the caller keeps 1 << 4 */
+	ck_assert_int_gt(btf__add_enum(btf, "req_flag_bits", 4), 0);
+	ck_assert_int_eq(btf__add_enum_value(btf, "__REQ_FUA", 12), 0);
+	ck_assert_int_eq(btf_compat_enumerator(btf, "__RQF_FLUSH_SEQ"), -ENOENT);
+	ck_assert_int_eq(btf_compat_enumerator(btf, "__REQ_FUA"), 12);
+	btf__free(btf);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("btf_compat");
+	TCase *tc = tcase_create("enumerators");
+
+	tcase_add_test(tc, anonymous_enum);
+	tcase_add_test(tc, named_enum);
+	tcase_add_test(tc, defines_only);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
