@@ -22,6 +22,8 @@ struct slot_watch {
 	int64_t gap;          /* diskstats completions - ours, at that stamp */
 	bool gap_known;
 	bool suspect;         /* the gap moved, or records were left for later: scan */
+	bool seen_idle;       /* the first of the stamp's two reads found it idle */
+	uint64_t completed;   /* ... with this many completions */
 };
 
 struct inflight {
@@ -159,17 +161,21 @@ static int retire(struct inflight *f)
 	return retired;
 }
 
-/* Marks each slot idle or not, and suspect when its completion gap to diskstats moved. */
-static int stamp(struct inflight *f)
+/*
+ * One read of /proc/diskstats. The kernel sums in_flight over CPUs without a lock, so an IO
+ * that started on a CPU already summed and completed on one not yet summed makes the sum low,
+ * down to a false 0 while IOs are in flight (block/genhd.c bdev_count_inflight_rw clamps the
+ * negative sum). The first read (confirm false) notes idle devices and their completions; the
+ * second (confirm true) takes a device as idle only if it reads idle again with no completion
+ * in between: a completion that tore the in_flight sum would have moved the count.
+ */
+static int read_idle(struct inflight *f, bool confirm, uint64_t now)
 {
 	struct inflight_line l;
-	uint64_t now = mono_ns();
 	uint32_t s, kdev;
 	int64_t gap;
 	FILE *in;
 
-	for (s = 0; s < f->nslots; s++)
-		f->w[s].idle_at = 0;
 	in = fopen(f->path, "re");
 	if (!in)
 		return -errno;
@@ -182,6 +188,13 @@ static int stamp(struct inflight *f)
 
 			if (!kdev || w->kdev != kdev)
 				continue;
+			if (!confirm) {
+				w->seen_idle = true;
+				w->completed = l.completed;
+				continue;
+			}
+			if (!w->seen_idle || w->completed != l.completed)
+				continue;
 			gap = (int64_t)(l.completed - our_completed(f->probes, s));
 			if (!w->gap_known || gap != w->gap)
 				w->suspect = true;
@@ -192,6 +205,19 @@ static int stamp(struct inflight *f)
 	}
 	fclose(in);
 	return 0;
+}
+
+/* Marks each slot idle or not, and suspect when its completion gap to diskstats moved. */
+static int stamp(struct inflight *f)
+{
+	uint64_t now = mono_ns();
+	uint32_t s;
+
+	for (s = 0; s < f->nslots; s++) {
+		f->w[s].idle_at = 0;
+		f->w[s].seen_idle = false;
+	}
+	return read_idle(f, false, now) ?: read_idle(f, true, now);
 }
 
 int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev)
