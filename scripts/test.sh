@@ -6,7 +6,9 @@
 # (scripts/test-client-matrix.sh), the Debian packages, rpms and the Python sdist/wheel
 # (scripts/test-packages.sh, test-rpm.sh, test-python-dist.sh), then the gRPC server tests
 # again against a daemon built with AddressSanitizer + UndefinedBehaviorSanitizer, a two-minute
-# soak (tests/soak/soak.py) and a short libFuzzer run of every target (scripts/fuzz.sh).
+# soak (tests/soak/soak.py), a short libFuzzer run of every target (scripts/fuzz.sh), and the
+# kernel x controller matrix: Debian's kernels booted under qemu with emulated disks, the
+# daemon held to each guest's /proc/diskstats (tests/vm/matrix.py, `vm`, about 15 minutes).
 #
 # Every stage runs even when an earlier one failed (but for the install and the build, which
 # the rest need); a summary prints one line per stage with its result and duration, and the
@@ -105,6 +107,17 @@ fuzz() {
 	./scripts/fuzz.sh 30
 }
 
+vm() {
+	echo "Debian kernels (tests/vm/kernels.txt) booted under qemu TCG with NVMe, megaraid_sas,"
+	echo "AHCI, virtio-scsi and virtio-blk disks: build/iopulsed against the guest's diskstats"
+	rc=0
+	$PY tests/vm/matrix.py || rc=$?
+	if [ -f build/vm-matrix/results.json ]; then
+		$PY tests/vm/table.py build/vm-matrix/results.json
+	fi
+	return "$rc"
+}
+
 # (not inside `if`: a shell ignores set -e in a command an `if` tests, subshells included)
 stage build build
 if [ "$FAILED" -ne 0 ]; then
@@ -119,5 +132,6 @@ stage packages packages
 stage asan asan
 stage soak soak
 stage fuzz fuzz
+stage vm vm
 summary
 [ "$FAILED" -eq 0 ]

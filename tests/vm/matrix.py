@@ -1,0 +1,470 @@
+#!/usr/bin/python3
+"""The kernel x controller x scheduler matrix: boots each Debian kernel of tests/vm/kernels.txt
+once under qemu (TCG) with virtme-ng, every emulated controller attached to that one boot, and
+runs tests/vm/guest.py inside, which holds build/iopulsed to the guest's /proc/diskstats.
+
+Prints one line per cell, writes OUT/results.json (tests/vm/table.py makes the Markdown table
+from it) and exits 1 if any cell failed or a kernel could not be booted; a cell is never
+skipped silently: whatever kept it from running is its FAIL reason. Run as root:
+
+    ./tests/vm/matrix.py                      every kernel of kernels.txt
+    ./tests/vm/matrix.py --kernels 6.1,6.12   only these labels
+
+Downloads and unpacked kernels are cached under /var/tmp/iopulse-vm (--cache); virtme-ng is
+installed into build/vmenv (the version pinned in tests/vm/requirements.txt). Disk images
+are sparse files under the cache, removed at the end; qemu is stopped by its process group.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+VMDIR = os.path.join(REPO, "tests", "vm")
+DISK_MIB = 256
+CONTROLLERS = ["nvme", "megaraid_sas", "ahci", "virtio-scsi", "virtio-blk"]
+BASE_SCHEDULERS = ["none", "mq-deadline"]
+ARCHIVE = {"": "http://deb.debian.org/debian",
+           "-security": "http://deb.debian.org/debian-security"}
+
+
+def log(msg):
+    print(f"[vm {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, check=True, **kw)
+
+
+# --------------------------------------------------------------------------- kernels --
+
+def read_kernels(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                label, pkg, ver, suite = line.split()
+                out.append({"label": label, "package": pkg, "version": ver, "suite": suite})
+    return out
+
+
+class Apt:
+    """apt-get with a state, cache and sources.list of its own: the machine's apt config
+    and lists stay untouched."""
+
+    def __init__(self, root, suites):
+        self.root = root
+        for d in ("state/lists/partial", "cache/archives/partial", "etc/sources.list.d",
+                  "etc/preferences.d"):
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        status = os.path.join(root, "state/status")
+        if not os.path.exists(status):
+            open(status, "w").close()
+        lines = []
+        for s in sorted(set(suites)):
+            uri = ARCHIVE["-security" if s.endswith("-security") else ""]
+            lines.append(f"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+                         f"{uri} {s} main\n")
+        src = os.path.join(root, "etc/sources.list")
+        old = open(src).read() if os.path.exists(src) else None
+        if old != "".join(lines):
+            with open(src, "w") as f:
+                f.writelines(lines)
+            self.updated = False
+        else:
+            self.updated = None     # lists may be there already
+        self.opts = []
+        for k, v in (("Dir::State", "state"), ("Dir::State::status", "state/status"),
+                     ("Dir::Cache", "cache"), ("Dir::Etc::SourceList", "etc/sources.list"),
+                     ("Dir::Etc::SourceParts", "etc/sources.list.d"),
+                     ("Dir::Etc::Preferences", "etc/preferences"),
+                     ("Dir::Etc::PreferencesParts", "etc/preferences.d")):
+            self.opts += ["-o", f"{k}={os.path.join(root, v)}"]
+
+    def has(self, pkg, ver):
+        r = subprocess.run(["apt-cache"] + self.opts + ["show", f"{pkg}={ver}"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return r.returncode == 0
+
+    def update(self):
+        log("apt-get update (own state under the cache)")
+        run(["apt-get"] + self.opts + ["update", "-qq"])
+        self.updated = True
+
+    def download(self, pkg, ver, dest):
+        if not self.has(pkg, ver) and not self.updated:
+            self.update()
+        if not self.has(pkg, ver):
+            raise RuntimeError(f"{pkg}={ver} is not in the archive any more: "
+                               f"pick a current version in tests/vm/kernels.txt")
+        run(["apt-get"] + self.opts + ["download", "-qq", f"{pkg}={ver}"], cwd=dest)
+
+
+def fetch_kernel(k, cache, apt):
+    """Unpacked package dir and the kernel image in it."""
+    debs = os.path.join(cache, "debs")
+    os.makedirs(debs, exist_ok=True)
+    deb = os.path.join(debs, f"{k['package']}_{k['version'].replace(':', '%3a')}_amd64.deb")
+    if not os.path.exists(deb):
+        log(f"downloading {k['package']}={k['version']}")
+        apt.download(k["package"], k["version"], debs)
+    if not os.path.exists(deb):
+        raise RuntimeError(f"apt-get download left no {deb}")
+    unpacked = os.path.join(cache, "kernels", f"{k['package']}_{k['version']}")
+    if not os.path.isdir(os.path.join(unpacked, "boot")):
+        tmp = unpacked + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        run(["dpkg-deb", "-x", deb, tmp])
+        os.rename(tmp, unpacked)
+    release = k["package"][len("linux-image-"):]
+    kimg = os.path.join(unpacked, "boot", f"vmlinuz-{release}")
+    config = os.path.join(unpacked, "boot", f"config-{release}")
+    if not os.path.exists(kimg):
+        raise RuntimeError(f"no {kimg} in {deb}")
+    return unpacked, kimg, config, release
+
+
+def kernel_config(path):
+    cfg = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("CONFIG_") and "=" in line:
+                    key, val = line.strip().split("=", 1)
+                    cfg[key] = val
+    except OSError:
+        pass
+    return cfg
+
+
+# ---------------------------------------------------------------------------- virtme --
+
+def ensure_vng(venv):
+    want = open(os.path.join(VMDIR, "requirements.txt")).read().split()
+    vng = os.path.join(venv, "bin", "vng")
+    ok = False
+    if os.path.exists(vng):
+        r = subprocess.run([os.path.join(venv, "bin", "pip"), "freeze"],
+                           stdout=subprocess.PIPE, text=True)
+        ok = all(w in r.stdout.split() for w in want)
+    if not ok:
+        log(f"installing {' '.join(want)} into {venv}")
+        if not os.path.exists(os.path.join(venv, "bin", "pip")):
+            run([sys.executable, "-m", "venv", venv])
+        run([os.path.join(venv, "bin", "pip"), "install", "-q"] + want)
+    return vng
+
+
+def qemu_opts(images):
+    """One disk per controller, each on its own emulated controller."""
+    o = []
+    for ctl, img in images.items():
+        drv = f"-drive file={img},if=none,id=d-{ctl},format=raw,cache=unsafe,discard=unmap"
+        ser = "iop" + ctl.replace("-", "").replace("_", "")[:12]
+        if ctl == "nvme":
+            o += [drv, f"-device nvme,drive=d-{ctl},serial={ser}"]
+        elif ctl == "megaraid_sas":
+            o += ["-device megasas,id=mega0", drv,
+                  f"-device scsi-hd,drive=d-{ctl},bus=mega0.0,serial={ser}"]
+        elif ctl == "ahci":
+            o += ["-device ahci,id=ahci0", drv,
+                  f"-device ide-hd,drive=d-{ctl},bus=ahci0.0,serial={ser}"]
+        elif ctl == "virtio-scsi":
+            o += ["-device virtio-scsi-pci,id=vscsi0", drv,
+                  f"-device scsi-hd,drive=d-{ctl},bus=vscsi0.0,serial={ser}"]
+        elif ctl == "virtio-blk":
+            o += [drv, f"-device virtio-blk-pci,drive=d-{ctl},serial={ser}"]
+        else:
+            raise ValueError(ctl)
+    return " ".join(o)
+
+
+class Guest:
+    """One vng (and its qemu) in a process group of its own, stopped by that group's id."""
+
+    def __init__(self, argv, console, env):
+        self.console = open(console, "w")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.console,
+                                     stderr=subprocess.STDOUT, env=env, cwd=REPO,
+                                     start_new_session=True)
+
+    def wait(self, timeout):
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self):
+        """Ends whatever is left of the group (qemu included)."""
+        pgid = self.proc.pid
+        for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            t = time.monotonic() + grace
+            while time.monotonic() < t:
+                try:
+                    os.killpg(pgid, 0)
+                except ProcessLookupError:
+                    break
+                self.proc.poll()
+                time.sleep(0.2)
+        self.proc.poll()
+        self.console.close()
+
+
+def tail(path, n=8):
+    try:
+        with open(path, errors="replace") as f:
+            return [line.rstrip() for line in f.readlines()[-n:]]
+    except OSError:
+        return []
+
+
+# ------------------------------------------------------------------------------ main --
+
+def expected_cells(label, cfg):
+    scheds = list(BASE_SCHEDULERS)
+    if cfg.get("CONFIG_IOSCHED_BFQ") in ("y", "m"):
+        scheds.append("bfq")
+    return scheds
+
+
+def fail_cell(label, ctl, sched, reason):
+    return {"kernel": label, "controller": ctl, "scheduler": sched, "disk": None,
+            "features": None, "reasons": [reason]}
+
+
+def run_kernel(k, args, vng, apt, out_root, current):
+    label = k["label"]
+    out = os.path.join(out_root, label)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    info = {"label": label, "package": k["package"], "version": k["version"],
+            "suite": k["suite"], "errors": []}
+    controllers = args.controllers.split(",")
+    try:
+        unpacked, kimg, config, release = fetch_kernel(k, args.cache, apt)
+    except Exception as e:
+        info["errors"].append(f"kernel not available: {e}")
+        return info, [fail_cell(label, c, s, info["errors"][0])
+                      for c in controllers for s in BASE_SCHEDULERS]
+    info["release"] = release
+    scheds = expected_cells(label, kernel_config(config))
+    imgdir = tempfile.mkdtemp(prefix="disks-", dir=args.cache)
+    current["imgdir"] = imgdir
+    guest = None
+    t0 = time.monotonic()
+    try:
+        images = {}
+        for c in controllers:
+            images[c] = os.path.join(imgdir, f"{c}.img")
+            with open(images[c], "wb") as f:
+                f.truncate(DISK_MIB << 20)          # sparse
+        guest_cmd = (f"python3 {VMDIR}/guest.py --out {out} --kernel {label} "
+                     f"--iopulsed {args.iopulsed} --controllers {','.join(controllers)} "
+                     f"--schedulers {','.join(scheds)} --disk-size {DISK_MIB << 20} "
+                     f"--seconds {args.seconds}")
+        argv = [vng, "--verbose", "--run", kimg, "--disable-kvm", "--disable-microvm",
+                "--cpus", str(args.cpus), "--memory", args.memory,
+                f"--rodir={os.path.dirname(unpacked)}", f"--rwdir={out}", "--cwd", REPO,
+                f"--qemu-opts={qemu_opts(images)}", "--exec", guest_cmd]
+        env = dict(os.environ, PATH=os.path.dirname(vng) + ":" + os.environ.get("PATH", ""))
+        console = os.path.join(out, "console.log")
+        log(f"{label}: booting {release} (TCG) with {', '.join(controllers)}; "
+            f"schedulers {', '.join(scheds)}; console {console}")
+        guest = Guest(argv, console, env)
+        current["guest"] = guest
+        rc = guest.wait(args.timeout)
+        if rc is None:
+            info["errors"].append(f"the guest did not finish within {args.timeout} s "
+                                  "(stopped)")
+        else:
+            # Under TCG virtme-ng-init looks for its virtio-serial ports before the guest
+            # has set them up, so vng cannot learn the script's exit status (it exits 255)
+            # and the init prints it on the console instead: that one counts.
+            m = re.findall(r"script exited with code (-?\d+)", open(console, errors="replace").read())
+            code = int(m[-1]) if m else rc
+            if code != 0:
+                info["errors"].append(f"the guest script exited {code} (vng {rc}): "
+                                      + " | ".join(tail(console, 4)))
+    finally:
+        if guest:
+            guest.stop()
+            current["guest"] = None
+        shutil.rmtree(imgdir, ignore_errors=True)
+        current["imgdir"] = None
+    info["seconds"] = round(time.monotonic() - t0, 1)
+
+    res = None
+    try:
+        with open(os.path.join(out, "result.json")) as f:
+            res = json.load(f)
+    except (OSError, ValueError) as e:
+        info["errors"].append(f"no result from the guest ({e}); console: "
+                              + " | ".join(tail(os.path.join(out, "console.log"))))
+    cells = []
+    if res:
+        info["guest_release"] = res.get("release")
+        info["daemon"] = res.get("daemon")
+        info["modprobe"] = res.get("modprobe")
+        info["disks"] = res.get("disks")
+        info["errors"] += res.get("errors", [])
+        if not res.get("done"):
+            info["errors"].append("the guest stopped before it finished: "
+                                  + " | ".join(tail(os.path.join(out, "guest.log"), 3)))
+        cells = res.get("cells", [])
+    have = {(c["controller"], c["scheduler"]) for c in cells}
+    why = "; ".join(info["errors"]) or "the guest reported nothing for this cell"
+    for c in controllers:
+        for s in scheds:
+            if (c, s) not in have:
+                cells.append(fail_cell(label, c, s, why))
+    order = {(c, s): i for i, (c, s) in
+             enumerate((c, s) for c in controllers for s in scheds)}
+    cells.sort(key=lambda x: order.get((x["controller"], x["scheduler"]), 1 << 30))
+    return info, cells
+
+
+def features_short(f):
+    if not f:
+        return "-"
+    s = f"{f.get('attach') or '?'}, sync {f.get('sync')}"
+    if f.get("warnings"):
+        s += f", {len(f['warnings'])} warning(s)"
+    return s
+
+
+def cell_line(c):
+    cov = c.get("coverage")
+    cov = f"{100 * cov:7.3f}%" if cov is not None else "      -"
+    status = "PASS" if not c["reasons"] else "FAIL: " + "; ".join(c["reasons"])
+    return (f"{c['kernel']:5} {c['controller']:12} {c['scheduler']:11} "
+            f"diskstats {c.get('diskstats_ios', '-')!s:>6} iopulse {c.get('iopulse_ios', '-')!s:>6} "
+            f"timed {cov} sync fio {c.get('fio_sync', '-')!s:>5} iopulse "
+            f"{c.get('iopulse_sync', '-')!s:>5} [{features_short(c.get('features'))}] {status}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernels", help="comma-separated labels of kernels.txt (default: all)")
+    ap.add_argument("--controllers", default=",".join(CONTROLLERS))
+    ap.add_argument("--kernels-file", default=os.path.join(VMDIR, "kernels.txt"))
+    ap.add_argument("--cache", default="/var/tmp/iopulse-vm")
+    ap.add_argument("--out", default=os.path.join(REPO, "build", "vm-matrix"))
+    ap.add_argument("--iopulsed", default=os.path.join(REPO, "build", "iopulsed"))
+    ap.add_argument("--venv", default=os.path.join(REPO, "build", "vmenv"))
+    ap.add_argument("--seconds", type=float, default=1.5, help="each fio job's run time")
+    ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--memory", default="2G")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per kernel boot")
+    args = ap.parse_args()
+    for c in args.controllers.split(","):
+        if c not in CONTROLLERS:
+            ap.error(f"unknown controller {c} (known: {', '.join(CONTROLLERS)})")
+
+    kernels = read_kernels(args.kernels_file)
+    if args.kernels:
+        want = args.kernels.split(",")
+        unknown = set(want) - {k["label"] for k in kernels}
+        if unknown:
+            ap.error(f"not in {args.kernels_file}: {', '.join(sorted(unknown))}")
+        kernels = [k for k in kernels if k["label"] in want]
+
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.cache, exist_ok=True)
+    results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "host_kernel": os.uname().release, "iopulsed": args.iopulsed,
+               "fio_seconds": args.seconds, "kernels": [], "cells": [], "errors": []}
+    t0 = time.monotonic()
+    current = {"guest": None, "imgdir": None}
+
+    def on_signal(sig, _frame):
+        if current["guest"]:
+            current["guest"].stop()
+        if current["imgdir"]:
+            shutil.rmtree(current["imgdir"], ignore_errors=True)
+        sys.exit(128 + sig)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("not root (the guest shares this machine's root file system as root)")
+    for tool in ("qemu-system-x86_64", "depmod", "fio", "apt-get", "dpkg-deb"):
+        if not shutil.which(tool):
+            problems.append(f"{tool} not found (scripts/install-deps.sh installs it)")
+    if not os.access(args.iopulsed, os.X_OK):
+        problems.append(f"no {args.iopulsed}: build first (ninja -C build)")
+    vng = None
+    if not problems:
+        try:
+            vng = ensure_vng(args.venv)
+        except Exception as e:
+            problems.append(f"virtme-ng could not be installed: {e}")
+    if not problems:
+        r = subprocess.run(["qemu-system-x86_64", "-machine", "q35", "-accel", "tcg",
+                            "-display", "none", "-nodefaults", "-S", "-no-reboot",
+                            "-monitor", "none", "-serial", "none", "-version"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            problems.append(f"qemu-system-x86_64 cannot run: {r.stdout.strip()[-200:]}")
+    apt = Apt(os.path.join(args.cache, "apt"), [k["suite"] for k in kernels])
+
+    for k in kernels:
+        if problems:
+            info = {"label": k["label"], "package": k["package"], "version": k["version"],
+                    "suite": k["suite"], "errors": list(problems)}
+            cells = [fail_cell(k["label"], c, s, "; ".join(problems))
+                     for c in args.controllers.split(",") for s in BASE_SCHEDULERS]
+        else:
+            info, cells = run_kernel(k, args, vng, apt, args.out, current)
+        results["kernels"].append(info)
+        results["cells"] += cells
+        for c in cells:
+            print(cell_line(c), flush=True)
+        for e in info["errors"]:
+            log(f"{k['label']}: ERROR {e}")
+        if "seconds" in info:
+            log(f"{k['label']}: {info['seconds']} s")
+        with open(os.path.join(args.out, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+
+    results["seconds"] = round(time.monotonic() - t0, 1)
+    failed = [c for c in results["cells"] if c["reasons"]]
+    kernel_errors = [e for k in results["kernels"] for e in k["errors"]]
+    results["passed"] = len(results["cells"]) - len(failed)
+    results["failed"] = len(failed)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+    print()
+    print("== VM matrix (kernel, controller, scheduler)")
+    for c in results["cells"]:
+        print(cell_line(c))
+    for k in results["kernels"]:
+        d = (k.get("daemon") or {})
+        print(f"{k['label']}: {k['package']} {k['version']} ({k['suite']}), "
+              f"iopulsed: {d.get('error') or 'ready'}; "
+              f"{(d.get('features') or {}).get('probes') or '-'}")
+        for w in (d.get("features") or {}).get("warnings", []):
+            print(f"    {w}")
+    print(f"results: {os.path.join(args.out, 'results.json')} "
+          f"(tests/vm/table.py {os.path.join(args.out, 'results.json')}); "
+          f"{results['seconds']:.0f} s")
+    print(f"vm: {results['passed']} passed, {results['failed']} failed")
+    return 1 if failed or kernel_errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+#!/usr/bin/python3
+"""Prints the VM matrix's results.json (tests/vm/matrix.py) as a Markdown table.
+
+    tests/vm/table.py [build/vm-matrix/results.json]
+"""
+import json
+import os
+import sys
+
+
+def esc(s):
+    return str(s).replace("|", "\\|")
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(__file__), "..", "..", "build", "vm-matrix", "results.json")
+    with open(path) as f:
+        res = json.load(f)
+    kernels = {k["label"]: k for k in res["kernels"]}
+    print("| kernel | controller | scheduler | IOs (diskstats) | IOs (iopulse) | timed "
+          "| fdatasync (fio / iopulse) | iopulsed | result |")
+    print("|---|---|---|---:|---:|---:|---:|---|---|")
+    for c in res["cells"]:
+        k = kernels.get(c["kernel"], {})
+        kname = f"{c['kernel']} ({k.get('version', '?')})"
+        f = c.get("features") or {}
+        feat = "-"
+        if f.get("attach"):
+            feat = f"{f['attach']}, sync {f.get('sync')}"
+        cov = c.get("coverage")
+        cov = f"{100 * cov:.2f}%" if cov is not None else "-"
+        sync = (f"{c['fio_sync']} / {c['iopulse_sync']}" if "fio_sync" in c else "-")
+        result = "pass" if not c["reasons"] else "**FAIL**: " + "; ".join(c["reasons"])
+        print(f"| {esc(kname)} | {c['controller']} | {c['scheduler']} "
+              f"| {c.get('diskstats_ios', '-')} | {c.get('iopulse_ios', '-')} | {cov} "
+              f"| {sync} | {esc(feat)} | {esc(result)} |")
+    print()
+    print(f"{res.get('passed', '?')} cells passed, {res.get('failed', '?')} failed; "
+          f"fio jobs of {res.get('fio_seconds')} s each under qemu TCG "
+          f"(counts are exact, timings mean nothing); {res.get('seconds', 0):.0f} s in all.")
+
+
+if __name__ == "__main__":
+    main()
