@@ -29,6 +29,16 @@
  *    may dereference directly. Where the loader finds it missing in BTF it loads the sync
  *    programs built on bpf_probe_read_kernel instead (the _read variants): same result, a few
  *    helper calls more per sync call. Declared weak so that libbpf loads the object without it.
+ * 7. BPF atomics beyond a plain add (fetch-add whose result is used, xchg, cmpxchg) came in 5.12
+ *    (5ffa25502b5a "bpf: Add instructions for atomic_[cmp]xchg", 5ca419f2864a "bpf: Add
+ *    BPF_FETCH field / create atomic_fetch_add instruction"). The loader probes for them and,
+ *    where they are missing, loads a second object built from this source with IOP_NO_ATOMICS:
+ *    plain loads and stores instead. What that loses (README, kernel support): two CPUs that
+ *    claim the same free record at once keep one record, so the other IO is counted untimed;
+ *    two dispatches to one device at the same moment may both measure their seek from the same
+ *    previous request. Counts stay exact: an IO is counted where its completion is seen, and
+ *    the one place two parties could count it (the completion and the daemon's sweep) only
+ *    meet on a record older than an idle interval.
  */
 
 struct request___pre517 {
@@ -76,6 +86,49 @@ static __always_inline unsigned int iop_rqf_io_stat(void)
 {
 	return rqf_io_stat_mask;
 }
+
+#ifdef IOP_NO_ATOMICS
+static __always_inline u64 iop_cmpxchg(u64 *p, u64 old, u64 new)
+{
+	u64 v = *p;
+
+	if (v == old)
+		*p = new;
+	return v;
+}
+
+static __always_inline u64 iop_xchg(u64 *p, u64 new)
+{
+	u64 v = *p;
+
+	asm volatile("" ::: "memory");   /* the stores before it stay before it (x86 keeps order) */
+	*p = new;
+	return v;
+}
+
+static __always_inline u64 iop_fetch_add(u64 *p, u64 add)
+{
+	u64 v = *p;
+
+	*p = v + add;
+	return v;
+}
+#else
+static __always_inline u64 iop_cmpxchg(u64 *p, u64 old, u64 new)
+{
+	return __sync_val_compare_and_swap(p, old, new);
+}
+
+static __always_inline u64 iop_xchg(u64 *p, u64 new)
+{
+	return __sync_lock_test_and_set(p, new);
+}
+
+static __always_inline u64 iop_fetch_add(u64 *p, u64 add)
+{
+	return __sync_fetch_and_add(p, add);
+}
+#endif
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 

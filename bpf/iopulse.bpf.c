@@ -304,7 +304,7 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf)
 	for (i = 0; i < IOP_WAYS; i++) {
 		u64 k = set->w[i].key;
 
-		if ((k == 0 && __sync_val_compare_and_swap(&set->w[i].key, 0, bio) == 0) || k == bio) {
+		if ((k == 0 && iop_cmpxchg(&set->w[i].key, 0, bio) == 0) || k == bio) {
 			r = &set->w[i];
 			break;
 		}
@@ -386,7 +386,7 @@ static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue)
 			*reissue = true;
 			return &set->w[i];
 		}
-		if (k == 0 && __sync_val_compare_and_swap(&set->w[i].key, 0, rq) == 0)
+		if (k == 0 && iop_cmpxchg(&set->w[i].key, 0, rq) == 0)
 			return &set->w[i];
 	}
 	/* full: what the set holds stays (the oldest are the slow IOs of the tail) */
@@ -403,7 +403,7 @@ static __always_inline u64 take_ownership(struct iop_rq_rec *r)
 {
 	u64 d = r->d_ns;
 
-	if (!d || __sync_val_compare_and_swap(&r->d_ns, d, 0) != d)
+	if (!d || iop_cmpxchg(&r->d_ns, d, 0) != d)
 		return 0;
 	return d;
 }
@@ -474,7 +474,7 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 		r->kdev = v->kdev;
 		r->fp = fp;
 		r->slot = (u16)(slot + 1);
-		__sync_lock_test_and_set(&r->d_ns, now);   /* publishes the record to the sweep */
+		iop_xchg(&r->d_ns, now);   /* publishes the record to the sweep */
 	}
 	if (slot < 0 || !r)
 		return 0;
@@ -484,7 +484,7 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 	if (!base)
 		return 0;
 	end = v->sector + (v->data_len >> 9);
-	prev = __sync_lock_test_and_set(&base[IOP_C_PREV_END], end);
+	prev = iop_xchg(&base[IOP_C_PREV_END], end);
 	if (!prev)
 		return 0;   /* first dispatch seen on this device */
 	if (v->sector == prev) {
@@ -770,7 +770,7 @@ static __always_inline int sync_exit(void)
 		bpf_probe_read_kernel_str(val->process, sizeof(val->process),
 					  bpf_get_current_task_btf()->group_leader->comm);
 		/* only this thread writes its entry; the daemon skips it while gen is 0 */
-		val->gen = __sync_fetch_and_add(&globals[IOP_G_SYNC_NEW], 1) + 1;
+		val->gen = iop_fetch_add(&globals[IOP_G_SYNC_NEW], 1) + 1;
 	}
 	/* Only this thread writes this entry: plain adds are enough. */
 	kind = s->kind;

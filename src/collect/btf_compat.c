@@ -7,6 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/bpf.h>
+
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
@@ -85,6 +88,30 @@ static unsigned int enum_bit(const struct btf *btf, const char *name, unsigned i
 	return bit < 32 ? 1U << bit : 0;
 }
 
+/*
+ * Whether the verifier takes an atomic fetch-add (BPF_ATOMIC | BPF_FETCH, 5.12): a socket
+ * filter adds to a stack slot and keeps the old value. Before 5.12 the instruction's imm was
+ * reserved and the load fails with EINVAL.
+ */
+static bool probe_atomics(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 1 },
+		{ .code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_10, .src_reg = BPF_REG_1,
+		  .off = -8, .imm = BPF_ADD | BPF_FETCH },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "iop_atomics", "GPL", insns,
+			       sizeof(insns) / sizeof(insns[0]), NULL);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 /* Applies BTF_COMPAT_HIDE_ENV; an unknown name is an error naming it. */
 static int hide_features(struct btf_compat *c, char *err, unsigned long errlen)
 {
@@ -99,9 +126,11 @@ static int hide_features(struct btf_compat *c, char *err, unsigned long errlen)
 			c->have_task_storage = false;
 		else if (len == 11 && !strncmp(p, "rdonly_cast", len))
 			c->have_rdonly_cast = false;
+		else if (len == 7 && !strncmp(p, "atomics", len))
+			c->have_atomics = false;
 		else if (len) {
 			snprintf(err, errlen, "%s: unknown feature '%.*s' (known: tp_btf, "
-				 "task_storage, rdonly_cast)", BTF_COMPAT_HIDE_ENV, (int)len, p);
+				 "task_storage, rdonly_cast, atomics)", BTF_COMPAT_HIDE_ENV, (int)len, p);
 			return -EINVAL;
 		}
 	}
@@ -136,6 +165,7 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 	c->have_rdonly_cast = btf__find_by_name_kind(btf, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
 	c->rqf_flush_seq = enum_bit(btf, "__RQF_FLUSH_SEQ", BTF_COMPAT_RQF_FLUSH_SEQ_OLD);
 	c->rqf_io_stat = enum_bit(btf, "__RQF_IO_STAT", 0);
+	c->have_atomics = probe_atomics();
 	btf__free(btf);
 	return hide_features(c, err, errlen);
 }

@@ -13,6 +13,9 @@ struct btf_compat {
 	/* sync tracking: task-local storage and bpf_get_current_task_btf (5.11) */
 	bool have_task_storage;
 	bool have_rdonly_cast;    /* kfunc bpf_rdonly_cast (6.2); else the _read sync programs */
+	/* BPF fetch-add, xchg, cmpxchg (5.12; probed by loading one instruction, as BTF has no
+	 * trace of them); else the object built without them (compat.bpf.h 7) */
+	bool have_atomics;
 	/* request flag masks (compat.bpf.h 4): from BTF where the bits are an enum (6.11) */
 	unsigned int rqf_flush_seq; /* RQF_FLUSH_SEQ */
 	unsigned int rqf_io_stat;   /* RQF_IO_STAT, 0 where unknown (then not checked) */
@@ -29,7 +32,8 @@ struct btf_compat {
 long long btf_compat_enumerator(const struct btf *btf, const char *name);
 
 /*
- * IOPULSE_HIDE_KERNEL_FEATURES (comma-separated: tp_btf, task_storage, rdonly_cast) makes
+ * IOPULSE_HIDE_KERNEL_FEATURES (comma-separated: tp_btf, task_storage, rdonly_cast,
+ * atomics) makes
  * btf_compat_detect report those as missing, to run the fallbacks on a kernel that has them.
  */
 #define BTF_COMPAT_HIDE_ENV "IOPULSE_HIDE_KERNEL_FEATURES"

@@ -19,6 +19,7 @@
 #include "btf_compat.h"
 #include "hist_math.h"
 #include "iopulse.skel.h"
+#include "iopulse-noatomics.skel.h"
 #include "log.h"
 
 #define TRACEFS "/sys/kernel/tracing"
@@ -204,11 +205,40 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	return err;
 }
 
+/*
+ * Opens the programs: the main object, or where the kernel lacks BPF atomics beyond add the
+ * one built without them (compat.bpf.h 7). Both come from one source, so their maps, programs
+ * and load-time settings are the same and the main skeleton describes either; only the ELF
+ * bytes it opens differ.
+ */
+static struct iopulse_bpf *open_object(bool atomics)
+{
+	struct iopulse_bpf *s;
+	int err;
+
+	if (atomics)
+		return iopulse_bpf__open();
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	err = iopulse_bpf__create_skeleton(s);
+	if (!err) {
+		s->skeleton->data = iopulse_noatomics_bpf__elf_bytes(&s->skeleton->data_sz);
+		err = bpf_object__open_skeleton(s->skeleton, NULL);
+	}
+	if (err) {
+		iopulse_bpf__destroy(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
+}
+
 static int load_once(struct probes *p, const struct probes_opts *o)
 {
 	int err;
 
-	p->skel = iopulse_bpf__open();
+	p->skel = open_object(p->compat.have_atomics);
 	if (!p->skel)
 		return -errno ?: -ENOMEM;
 	err = configure(p, o);
@@ -460,6 +490,10 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 			sync_off(p, why);
 	}
 	p->raw_tp = !p->compat.have_block_tps;
+	if (!p->compat.have_atomics)
+		log_warn("this kernel's BPF has no atomic exchange or fetch-add (Linux 5.12): loading "
+			 "the programs built without them; counts stay exact, a few latency samples "
+			 "may be lost to concurrent dispatches (README: kernel support)");
 	r = load_with_fallbacks(p, o);
 	if (r) {
 		explain(r, "loading the BPF programs failed", err, errlen);
@@ -488,10 +522,10 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 				 errno == EPERM ? " (it takes CAP_SYS_ADMIN; bpf_stats: false "
 				 "silences this)" : "");
 	}
-	log_info("probes attached (%s, histogram precision %u, %u buckets, %zu KiB per device; "
+	log_info("probes attached (%s%s, histogram precision %u, %u buckets, %zu KiB per device; "
 		 "request flags flush_seq 0x%x io_stat 0x%x)", p->raw_tp ? "raw_tp" : "tp_btf",
-		 p->k, p->nb, p->slot_u64s * 8 / 1024, p->compat.rqf_flush_seq,
-		 p->compat.rqf_io_stat);
+		 p->compat.have_atomics ? "" : " without atomics", p->k, p->nb,
+		 p->slot_u64s * 8 / 1024, p->compat.rqf_flush_seq, p->compat.rqf_io_stat);
 	*out = p;
 	return 0;
 fail:
