@@ -174,3 +174,23 @@ def test_top_without_a_tty_prints_one_table_per_update(fake_daemon):
     assert out.count(b"IOPS") >= 3 and b"seq 1 " in out and b"seq 2 " in out
     assert b"\x1b[2K" not in out
     assert rc == 130 and b"Traceback" not in err, err
+
+
+def test_sigint_stops_top_started_with_sigint_ignored(fake_daemon):
+    """A non-interactive shell starts background jobs with SIGINT ignored (`iopulse top &`,
+    a test runner launched with `&`); `kill -INT` still stops iopulse, with 130."""
+    target, _ = fake_daemon(period=0.1)
+    p = subprocess.Popen([sys.executable, "-m", "iopulse", "--target", target, "top"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        _read_until(p.stdout.fileno(), b"IOPS", 1, timeout=20)
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        p.stdout.close()
+        p.stderr.close()
+    assert rc == 130

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from types import ModuleType
 from typing import Optional
@@ -190,6 +191,10 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the iopulse command with argv (default sys.argv[1:]); returns the exit status."""
     args = parse_args(argv)
+    # Started in the background by a non-interactive shell, a process inherits SIGINT ignored
+    # and Python keeps it so; `kill -INT` is still a request to stop (record passes it on).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     mod = COMMANDS[args.cmd]
     try:
         if not mod.CONNECTS:
