@@ -400,6 +400,59 @@ static void scan_ceph(struct devices *d)
 	}
 }
 
+/* Appends name to the comma list out unless it is there; false when it does not fit. */
+static bool add_name(char *out, size_t len, const char *name)
+{
+	size_t n = strlen(out), k = strlen(name);
+	const char *p;
+
+	for (p = out; (p = strstr(p, name)); p += k)
+		if ((p == out || p[-1] == ',') && (p[k] == ',' || p[k] == '\0'))
+			return true;
+	if (n + (n ? 1 : 0) + k + 1 > len)
+		return false;
+	snprintf(out + n, len - n, "%s%s", n ? "," : "", name);
+	return true;
+}
+
+/* The disks at the bottom of e's stack, added to out (a partition counts as its disk). */
+static void bottom_disks(struct devices *d, const struct entry *e, char *out, size_t len,
+			 int depth)
+{
+	char slaves[sizeof(e->info.slaves)], *tok, *save = NULL;
+
+	if (depth > LABEL_DEPTH_MAX)
+		return;
+	if (!e->info.slaves[0]) {
+		const struct entry *disk = e;
+
+		if (e->info.is_partition && e->info.disk != e->info.dev)
+			disk = find(d->v, d->n, e->info.disk) ?: e;
+		add_name(out, len, disk->info.name);
+		return;
+	}
+	snprintf(slaves, sizeof(slaves), "%s", e->info.slaves);
+	for (tok = strtok_r(slaves, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct entry *s = find_listed_name(d, tok);
+
+		if (s)
+			bottom_disks(d, s, out, len, depth + 1);
+	}
+}
+
+static void scan_stacks(struct devices *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++) {
+		struct entry *e = &d->v[i];
+
+		e->info.disks[0] = '\0';
+		if (e->listed && e->info.slaves[0])
+			bottom_disks(d, e, e->info.disks, sizeof(e->info.disks), 0);
+	}
+}
+
 /* Grows *v to hold one more entry. */
 static int reserve(struct entry **v, size_t n, size_t *cap)
 {
@@ -510,6 +563,7 @@ int devices_scan(struct devices *d)
 	d->v = v;
 	d->n = n;
 	d->scans = full ? 1 : d->scans + 1;
+	scan_stacks(d);
 	scan_ceph(d);
 	return (int)n;
 }

@@ -19,6 +19,8 @@ struct iop_device {
 	char dm_name[128];       /* dm/name for device-mapper volumes, or "" */
 	char holders[256];       /* comma list of dm/md devices stacked on this one, or "" */
 	char slaves[256];        /* for dm/md: comma list of underlying devices, or "" */
+	char disks[256];         /* for dm/md: the disks at the bottom of its stack (slaves of
+				  * slaves, a partition's disk), comma list; "" for a disk */
 	int osd_id;              /* Ceph OSD id using this device, -1 if none (see devices_new) */
 	char osd_role[16];       /* "block", "block.db", "block.wal" or "" */
 	bool seen_absent;        /* internal: listed in sysfs at the last scan with size 0 */

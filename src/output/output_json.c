@@ -201,6 +201,8 @@ static void put_device(FILE *f, const struct iop_dev_interval *d, double secs)
 	put_strn_or_null(f, in->dm_name, sizeof(in->dm_name));
 	fputs(",\"slaves\":", f);
 	put_list(f, in->slaves, sizeof(in->slaves));
+	fputs(",\"holders\":", f);
+	put_list(f, in->holders, sizeof(in->holders));
 	if (in->osd_id >= 0) {
 		fprintf(f, ",\"osd_id\":%d,\"osd_role\":", in->osd_id);
 		put_strn_or_null(f, in->osd_role, sizeof(in->osd_role));
@@ -274,6 +276,11 @@ static void put_thread(FILE *f, const struct iop_thread_interval *t, double secs
 		put_strn_or_null(f, t->device->name, sizeof(t->device->name));
 	else
 		fputs("null", f);
+	fputs(",\"disks\":", f);
+	if (t->device)
+		put_list(f, t->device->disks, sizeof(t->device->disks));
+	else
+		fputs("[]", f);
 	fprintf(f, ",\"fsync\":%llu,\"fdatasync\":%llu,\"sync_file_range\":%llu,\"calls\":%llu,"
 		"\"calls_per_s\":", (unsigned long long)t->calls[IOP_SYNC_FSYNC],
 		(unsigned long long)t->calls[IOP_SYNC_FDATASYNC],

@@ -32,29 +32,6 @@ static double tv_s(struct timeval tv)
 }
 
 /* Comma list "a,b" -> a new array of strings. */
-static char **split_list(const char *s, size_t *n)
-{
-	char **v = NULL, *copy, *tok, *save = NULL;
-
-	*n = 0;
-	if (!s || !*s)
-		return NULL;
-	copy = strdup(s);
-	if (!copy)
-		return NULL;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char **g = realloc(v, (*n + 1) * sizeof(*v));
-
-		if (!g)
-			break;
-		v = g;
-		v[*n] = strdup(tok);
-		if (v[*n])
-			(*n)++;
-	}
-	free(copy);
-	return v;
-}
 
 static Iopulse__V1__DeviceInfo *device_info(const struct iop_device *d)
 {
@@ -73,7 +50,9 @@ static Iopulse__V1__DeviceInfo *device_info(const struct iop_device *d)
 	i->osd_id = d->osd_id;
 	i->partition = d->is_partition;
 	i->present = d->present;
-	i->slaves = split_list(d->slaves, &i->n_slaves);
+	i->slaves = pb_split_list(d->slaves, &i->n_slaves);
+	i->holders = pb_split_list(d->holders, &i->n_holders);
+	i->disks = pb_split_list(d->disks, &i->n_disks);
 	if (!i->name || !i->model || !i->dm_name || !i->osd_role) {
 		iopulse__v1__device_info__free_unpacked(i, NULL);
 		return NULL;

@@ -38,6 +38,30 @@ static bool thread_wanted(const struct update_filter *f, const char *comm)
 	return false;
 }
 
+char **pb_split_list(const char *s, size_t *n)
+{
+	char **v = NULL, *copy, *tok, *save = NULL;
+
+	*n = 0;
+	if (!s || !*s)
+		return NULL;
+	copy = strdup(s);
+	if (!copy)
+		return NULL;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char **g = realloc(v, (*n + 1) * sizeof(*v));
+
+		if (!g)
+			break;
+		v = g;
+		v[*n] = strdup(tok);
+		if (v[*n])
+			(*n)++;
+	}
+	free(copy);
+	return v;
+}
+
 uint8_t *pb_pack_alloc(const ProtobufCMessage *m, size_t *len)
 {
 	size_t n = protobuf_c_message_get_packed_size(m);
@@ -173,6 +197,7 @@ static Iopulse__V1__DeviceStats *dev_from_interval(const struct iop_dev_interval
 	s->major = major(in->dev);
 	s->minor = minor(in->dev);
 	s->osd_id = in->osd_id;
+	s->holders = pb_split_list(in->holders, &s->n_holders);
 	s->read = op_from_interval(d, IOP_OP_READ);
 	s->write = op_from_interval(d, IOP_OP_WRITE);
 	s->flush = op_from_interval(d, IOP_OP_FLUSH);
@@ -219,7 +244,8 @@ static Iopulse__V1__ThreadSync *thread_from_interval(const struct iop_thread_int
 	s->tid = t->tid;
 	s->comm = dupn(t->comm, sizeof(t->comm));
 	s->process = dupn(t->process, sizeof(t->process));
-	s->device = dupn(t->device ? t->device->name : "", sizeof(t->device->name));
+	s->device = t->device ? dupn(t->device->name, sizeof(t->device->name)) : strdup("");
+	s->disks = t->device ? pb_split_list(t->device->disks, &s->n_disks) : NULL;
 	s->osd_id = t->osd_id;
 	s->dev_major = major(t->dev);
 	s->dev_minor = minor(t->dev);

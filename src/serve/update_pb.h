@@ -45,6 +45,12 @@ int update_thread_add(Iopulse__V1__ThreadSync *a, const Iopulse__V1__ThreadSync 
 
 void update_free(pb_update *u);
 
+/*
+ * A comma list ("sdb,sdc") as a repeated string field: a malloc'd array of *n malloc'd
+ * strings, NULL with *n 0 for an empty list (or when memory runs out).
+ */
+char **pb_split_list(const char *s, size_t *n);
+
 /* Any protobuf-c message, packed into a new malloc'd buffer; NULL on ENOMEM. */
 uint8_t *pb_pack_alloc(const ProtobufCMessage *m, size_t *len);
 

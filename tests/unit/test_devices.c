@@ -382,6 +382,31 @@ START_TEST(test_dm_added)
 }
 END_TEST
 
+/* An LV (dm-1) on an md raid1 (md0) of a partition (sda1) and a disk (sdb): the disks at the
+ * bottom of each stack, each once. */
+START_TEST(test_stack_disks)
+{
+	struct devices *d;
+
+	blockdev(VIRT, "md0", "9:0\n", "1024\n");
+	sym("sys/" VIRT "/md0/slaves/sda1", "sys/" SCSI "/sda/sda1");
+	sym("sys/" VIRT "/md0/slaves/sdb", "sys/" SCSI2 "/sdb");
+	blockdev(VIRT, "dm-1", "253:1\n", "1024\n");
+	sym("sys/" VIRT "/dm-1/slaves/md0", "sys/" VIRT "/md0");
+	blockdev(VIRT, "dm-2", "253:2\n", "1024\n");   /* on dm-0 and md0: sdb under both */
+	sym("sys/" VIRT "/dm-2/slaves/dm-0", "sys/" VIRT "/dm-0");
+	sym("sys/" VIRT "/dm-2/slaves/md0", "sys/" VIRT "/md0");
+	d = open_devs(NULL);
+	ck_assert_str_eq(get(d, 253, 0)->disks, "sdb,sdc");
+	ck_assert_str_eq(get(d, 9, 0)->disks, "sda,sdb");
+	ck_assert_str_eq(get(d, 253, 1)->disks, "sda,sdb");
+	ck_assert_str_eq(get(d, 253, 2)->disks, "sdb,sdc,sda");
+	ck_assert_str_eq(get(d, 8, 16)->disks, "");
+	ck_assert_str_eq(get(d, 8, 1)->disks, "");
+	devices_free(d);
+}
+END_TEST
+
 /* dm-0 removed and another dm-0 created between two scans: same name and dev_t, new
  * sysfs directory. */
 START_TEST(test_dm_recreated)
@@ -637,6 +662,7 @@ int main(void)
 	tcase_add_test(tc, test_device_appears);
 	tcase_add_test(tc, test_dm_removed);
 	tcase_add_test(tc, test_dm_added);
+	tcase_add_test(tc, test_stack_disks);
 	tcase_add_test(tc, test_dm_recreated);
 	tcase_add_test(tc, test_media_inserted);
 	tcase_add_test(tc, test_periodic_full_scan);

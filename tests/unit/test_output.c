@@ -203,7 +203,7 @@ static const char checker[] =
 	"assert iv['histogram']['max_relative_error'] == 2.0 ** -(k + 1)\n"
 	"for d in iv['devices']:\n"
 	"    w = d['name']\n"
-	"    keys(d, 'dev name model rotational dm_name slaves osd_id osd_role ops seek flush requeues', w)\n"
+	"    keys(d, 'dev name model rotational dm_name slaves holders osd_id osd_role ops seek flush requeues', w)\n"
 	"    assert all(type(d[n]) is str for n in 'dev name model'.split()), w\n"
 	"    assert type(d['rotational']) is bool and type(d['slaves']) is list, w\n"
 	"    assert (d['osd_id'] is None) == (d['osd_role'] is None), w\n"
@@ -228,7 +228,7 @@ static const char checker[] =
 	"    ints(d, 'requeues', w)\n"
 	"for t in iv['threads']:\n"
 	"    w = str(t['tid'])\n"
-	"    keys(t, 'pid tid comm process osd_id dev device fsync fdatasync sync_file_range calls '\n"
+	"    keys(t, 'pid tid comm process osd_id dev device disks fsync fdatasync sync_file_range calls '\n"
 	"         'calls_per_s flush_bios latency_sum_ns latency_ns by_call', w)\n"
 	"    ints(t, 'pid tid fsync fdatasync sync_file_range calls flush_bios latency_sum_ns', w)\n"
 	"    assert t['calls'] == t['fsync'] + t['fdatasync'] + t['sync_file_range'], w\n"
@@ -304,16 +304,17 @@ START_TEST(test_json_shape)
 	/* the second device: escaped name, a model field without a NUL, no labels */
 	has(s, "{\"dev\":\"253:1\"," ODD_NAME_JSON ",\"model\":\"mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm"
 	       "mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm\",\"rotational\":false,\"dm_name\":null,"
-	       "\"slaves\":[],\"osd_id\":null,\"osd_role\":null,");
+	       "\"slaves\":[],\"holders\":[],\"osd_id\":null,\"osd_role\":null,");
 	has(s, "\"sequential_pct\":null");
 	has(s, "{\"pid\":100,\"tid\":101,\"comm\":\"bstore_kv_sync\",\"process\":\"ceph-osd\","
-	       "\"osd_id\":3,\"dev\":\"8:16\",\"device\":\"sdb\",\"fsync\":0,\"fdatasync\":500,"
+	       "\"osd_id\":3,\"dev\":\"8:16\",\"device\":\"sdb\",\"disks\":[],\"fsync\":0,"
+	       "\"fdatasync\":500,"
 	       "\"sync_file_range\":40,\"calls\":540,\"calls_per_s\":270.0,\"flush_bios\":120,"
 	       "\"latency_sum_ns\":7000,\"latency_ns\":{\"count\":5,");
 	has(s, "\"by_call\":{\"fsync\":{\"calls\":0,\"latency_sum_ns\":0,\"latency_ns\":{\"count\":0,");
 	has(s, "\"fdatasync\":{\"calls\":500,\"latency_sum_ns\":7000,\"latency_ns\":{\"count\":5,");
 	has(s, "\"tid\":102,\"comm\":\"evil\\u001b[2Jname!!!\",\"process\":\"ceph-osd\","
-	       "\"osd_id\":null,\"dev\":\"8:32\",\"device\":null,");
+	       "\"osd_id\":null,\"dev\":\"8:32\",\"device\":null,\"disks\":[],");
 	has(s, "\"drops\":{\"missed_events\":2,\"no_slot\":11,\"inflight_full\":12,\"sync_full\":13,"
 	       "\"sync_evicted\":16,\"no_bio_ts\":14,\"bio_evicted\":15}");
 	has(s, "\"bpf\":{\"stats_enabled\":true,\"run_cnt\":150,\"run_time_ns\":37000,\"programs\":"

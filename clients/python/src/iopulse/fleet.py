@@ -204,7 +204,7 @@ def render_fleet(fleet: Fleet, what: str, globs: Sequence[str] = (), sort: str =
         rows.sort(key=lambda x: -(x[1].rate(x[2].calls) or 0))
         for host, u, t in rows[:nthreads]:
             p99 = t.latency_ns.percentile(99) if t.latency_ns.count else None
-            thr.add_row(host, t.comm, t.process, t.who, t.device or "?",
+            thr.add_row(host, t.comm, t.process, t.who, t.where,
                         fmt_num(u.rate(t.calls), 1), fmt_ns(p99))
         parts.append(thr)
     return Group(*parts)

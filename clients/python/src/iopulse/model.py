@@ -82,6 +82,7 @@ class DeviceStats:
     requeues: int
     osd_id: Optional[int]       # None: not an OSD device
     osd_role: Optional[str]     # block, block.db, block.wal
+    holders: list[str] = field(default_factory=list)   # dm/md devices stacked on it
 
     @property
     def dev(self) -> str:
@@ -105,12 +106,12 @@ class DeviceStats:
                    msg.seek_backward, _hist(msg, "seek_distance_sectors", precision),
                    msg.preflush, msg.fua, _hist(msg, "preflush_latency_ns", precision),
                    _hist(msg, "fua_latency_ns", precision), msg.requeues,
-                   *_osd(msg.osd_id, msg.osd_role))
+                   *_osd(msg.osd_id, msg.osd_role), list(msg.holders))
 
     def to_dict(self, seconds: Optional[float] = None) -> dict[str, Any]:
         """The daemon's --json device layout (docs/json-output.md), histograms in full."""
         return {"name": self.name, "dev": self.dev, "osd_id": self.osd_id,
-                "osd_role": self.osd_role,
+                "osd_role": self.osd_role, "holders": list(self.holders),
                 "ops": {op: s.to_dict(seconds) for op, s in self.ops.items()},
                 "seek": {"sequential": self.seek_sequential, "forward": self.seek_forward,
                          "backward": self.seek_backward, "sequential_pct": self.sequential_pct,
@@ -159,6 +160,15 @@ class ThreadSync:
     # each kind apart, by SYNC_CALLS name; None from a daemon that does not send them
     by_call: dict[str, Optional[SyncLatency]] = field(default_factory=dict)
     folded: int = 0             # 0: one live thread; N: N threads' totals (see above)
+    # device is a dm/md device (an LVM volume): the disks at the bottom of its stack, where
+    # the calls' writes and flushes go; empty for a disk
+    disks: list[str] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        """The device, with the disks beneath it when it is a dm/md device: 'dm-0>sdb'."""
+        name = self.device or "?"
+        return f"{name}>{','.join(self.disks)}" if self.disks else name
 
     @property
     def calls(self) -> int:
@@ -194,11 +204,12 @@ class ThreadSync:
                    msg.flush_bios, msg.latency_sum_ns, _hist(msg, "latency_ns", precision),
                    {c: SyncLatency.from_pb(getattr(msg, c + "_latency"), precision)
                     if msg.HasField(c + "_latency") else None for c in SYNC_CALLS},
-                   msg.threads_folded)
+                   msg.threads_folded, list(msg.disks))
 
     def to_dict(self, seconds: Optional[float] = None) -> dict[str, Any]:
         return {"pid": self.pid, "tid": self.tid, "threads_folded": self.folded,
                 "comm": self.comm, "process": self.process, "osd_id": self.osd_id, "dev": self.dev, "device": self.device,
+                "disks": list(self.disks),
                 "fsync": self.fsync, "fdatasync": self.fdatasync,
                 "sync_file_range": self.sync_file_range, "calls": self.calls,
                 "calls_per_s": _rate(self.calls, seconds), "flush_bios": self.flush_bios,
@@ -366,6 +377,8 @@ class DeviceInfo:
     osd_role: Optional[str]
     partition: bool
     present: bool
+    holders: list[str] = field(default_factory=list)   # dm/md devices stacked on it
+    disks: list[str] = field(default_factory=list)     # dm/md: disks at the bottom of its stack
 
     @property
     def dev(self) -> str:
@@ -375,7 +388,7 @@ class DeviceInfo:
     def from_pb(cls, msg: Any) -> "DeviceInfo":
         return cls(msg.name, msg.major, msg.minor, msg.model, msg.rotational,
                    msg.dm_name or None, list(msg.slaves), *_osd(msg.osd_id, msg.osd_role),
-                   msg.partition, msg.present)
+                   msg.partition, msg.present, list(msg.holders), list(msg.disks))
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

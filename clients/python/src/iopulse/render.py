@@ -131,7 +131,7 @@ def render(u: Update, what: str, globs: Sequence[str] = (), sort: str = "iops",
         for t in busiest_threads(u, nthreads):
             p99 = t.latency_ns.percentile(99) if t.latency_ns.count else None
             thr.add_row(t.comm, t.process, t.who,
-                        "-" if t.osd_id is None else str(t.osd_id), t.device or "?",
+                        "-" if t.osd_id is None else str(t.osd_id), t.where,
                         fmt_num(u.rate(t.calls), 1), fmt_ns(p99))
         parts.append(thr)
     if u.phases:

@@ -22,8 +22,10 @@ class AgentCost(_message.Message):
     def __init__(self, bpf_run_time_ns: _Optional[int] = ..., bpf_run_count: _Optional[int] = ..., bpf_stats: bool = ..., cpu_user_s: _Optional[float] = ..., cpu_system_s: _Optional[float] = ..., rss_bytes: _Optional[int] = ...) -> None: ...
 
 class DeviceInfo(_message.Message):
-    __slots__ = ["dm_name", "major", "minor", "model", "name", "osd_id", "osd_role", "partition", "present", "rotational", "slaves"]
+    __slots__ = ["disks", "dm_name", "holders", "major", "minor", "model", "name", "osd_id", "osd_role", "partition", "present", "rotational", "slaves"]
+    DISKS_FIELD_NUMBER: _ClassVar[int]
     DM_NAME_FIELD_NUMBER: _ClassVar[int]
+    HOLDERS_FIELD_NUMBER: _ClassVar[int]
     MAJOR_FIELD_NUMBER: _ClassVar[int]
     MINOR_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -34,7 +36,9 @@ class DeviceInfo(_message.Message):
     PRESENT_FIELD_NUMBER: _ClassVar[int]
     ROTATIONAL_FIELD_NUMBER: _ClassVar[int]
     SLAVES_FIELD_NUMBER: _ClassVar[int]
+    disks: _containers.RepeatedScalarFieldContainer[str]
     dm_name: str
+    holders: _containers.RepeatedScalarFieldContainer[str]
     major: int
     minor: int
     model: str
@@ -45,14 +49,15 @@ class DeviceInfo(_message.Message):
     present: bool
     rotational: bool
     slaves: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., model: _Optional[str] = ..., rotational: bool = ..., dm_name: _Optional[str] = ..., slaves: _Optional[_Iterable[str]] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ..., partition: bool = ..., present: bool = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., model: _Optional[str] = ..., rotational: bool = ..., dm_name: _Optional[str] = ..., slaves: _Optional[_Iterable[str]] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ..., partition: bool = ..., present: bool = ..., holders: _Optional[_Iterable[str]] = ..., disks: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeviceStats(_message.Message):
-    __slots__ = ["discard", "flush", "fua", "fua_latency_ns", "major", "minor", "name", "osd_id", "osd_role", "preflush", "preflush_latency_ns", "read", "requeues", "seek_backward", "seek_distance_sectors", "seek_forward", "seek_sequential", "write"]
+    __slots__ = ["discard", "flush", "fua", "fua_latency_ns", "holders", "major", "minor", "name", "osd_id", "osd_role", "preflush", "preflush_latency_ns", "read", "requeues", "seek_backward", "seek_distance_sectors", "seek_forward", "seek_sequential", "write"]
     DISCARD_FIELD_NUMBER: _ClassVar[int]
     FLUSH_FIELD_NUMBER: _ClassVar[int]
     FUA_FIELD_NUMBER: _ClassVar[int]
     FUA_LATENCY_NS_FIELD_NUMBER: _ClassVar[int]
+    HOLDERS_FIELD_NUMBER: _ClassVar[int]
     MAJOR_FIELD_NUMBER: _ClassVar[int]
     MINOR_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +76,7 @@ class DeviceStats(_message.Message):
     flush: OpStats
     fua: int
     fua_latency_ns: Histogram
+    holders: _containers.RepeatedScalarFieldContainer[str]
     major: int
     minor: int
     name: str
@@ -85,7 +91,7 @@ class DeviceStats(_message.Message):
     seek_forward: int
     seek_sequential: int
     write: OpStats
-    def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., read: _Optional[_Union[OpStats, _Mapping]] = ..., write: _Optional[_Union[OpStats, _Mapping]] = ..., flush: _Optional[_Union[OpStats, _Mapping]] = ..., discard: _Optional[_Union[OpStats, _Mapping]] = ..., seek_sequential: _Optional[int] = ..., seek_forward: _Optional[int] = ..., seek_backward: _Optional[int] = ..., seek_distance_sectors: _Optional[_Union[Histogram, _Mapping]] = ..., preflush: _Optional[int] = ..., fua: _Optional[int] = ..., preflush_latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fua_latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., requeues: _Optional[int] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., read: _Optional[_Union[OpStats, _Mapping]] = ..., write: _Optional[_Union[OpStats, _Mapping]] = ..., flush: _Optional[_Union[OpStats, _Mapping]] = ..., discard: _Optional[_Union[OpStats, _Mapping]] = ..., seek_sequential: _Optional[int] = ..., seek_forward: _Optional[int] = ..., seek_backward: _Optional[int] = ..., seek_distance_sectors: _Optional[_Union[Histogram, _Mapping]] = ..., preflush: _Optional[int] = ..., fua: _Optional[int] = ..., preflush_latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fua_latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., requeues: _Optional[int] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ..., holders: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Drops(_message.Message):
     __slots__ = ["bio_evicted", "inflight_full", "no_bio_ts", "no_slot", "sync_evicted", "sync_full"]
@@ -305,11 +311,12 @@ class SyncLatency(_message.Message):
     def __init__(self, sum_ns: _Optional[int] = ..., histogram_ns: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
 
 class ThreadSync(_message.Message):
-    __slots__ = ["comm", "dev_major", "dev_minor", "device", "fdatasync", "fdatasync_latency", "flush_bios", "fsync", "fsync_latency", "latency_ns", "latency_sum_ns", "osd_id", "pid", "process", "sync_file_range", "sync_file_range_latency", "threads_folded", "tid"]
+    __slots__ = ["comm", "dev_major", "dev_minor", "device", "disks", "fdatasync", "fdatasync_latency", "flush_bios", "fsync", "fsync_latency", "latency_ns", "latency_sum_ns", "osd_id", "pid", "process", "sync_file_range", "sync_file_range_latency", "threads_folded", "tid"]
     COMM_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     DEV_MAJOR_FIELD_NUMBER: _ClassVar[int]
     DEV_MINOR_FIELD_NUMBER: _ClassVar[int]
+    DISKS_FIELD_NUMBER: _ClassVar[int]
     FDATASYNC_FIELD_NUMBER: _ClassVar[int]
     FDATASYNC_LATENCY_FIELD_NUMBER: _ClassVar[int]
     FLUSH_BIOS_FIELD_NUMBER: _ClassVar[int]
@@ -328,6 +335,7 @@ class ThreadSync(_message.Message):
     dev_major: int
     dev_minor: int
     device: str
+    disks: _containers.RepeatedScalarFieldContainer[str]
     fdatasync: int
     fdatasync_latency: SyncLatency
     flush_bios: int
@@ -342,7 +350,7 @@ class ThreadSync(_message.Message):
     sync_file_range_latency: SyncLatency
     threads_folded: int
     tid: int
-    def __init__(self, pid: _Optional[int] = ..., tid: _Optional[int] = ..., comm: _Optional[str] = ..., process: _Optional[str] = ..., osd_id: _Optional[int] = ..., dev_major: _Optional[int] = ..., dev_minor: _Optional[int] = ..., device: _Optional[str] = ..., fsync: _Optional[int] = ..., fdatasync: _Optional[int] = ..., sync_file_range: _Optional[int] = ..., flush_bios: _Optional[int] = ..., latency_sum_ns: _Optional[int] = ..., latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fsync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., fdatasync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., sync_file_range_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., threads_folded: _Optional[int] = ...) -> None: ...
+    def __init__(self, pid: _Optional[int] = ..., tid: _Optional[int] = ..., comm: _Optional[str] = ..., process: _Optional[str] = ..., osd_id: _Optional[int] = ..., dev_major: _Optional[int] = ..., dev_minor: _Optional[int] = ..., device: _Optional[str] = ..., fsync: _Optional[int] = ..., fdatasync: _Optional[int] = ..., sync_file_range: _Optional[int] = ..., flush_bios: _Optional[int] = ..., latency_sum_ns: _Optional[int] = ..., latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fsync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., fdatasync_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., sync_file_range_latency: _Optional[_Union[SyncLatency, _Mapping]] = ..., threads_folded: _Optional[int] = ..., disks: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Update(_message.Message):
     __slots__ = ["devices", "drops", "end_monotonic_ns", "end_realtime_ns", "first_seq", "merged", "phase_marks", "phases", "precision", "seq", "start_monotonic_ns", "start_realtime_ns", "threads"]
