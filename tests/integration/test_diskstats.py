@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from iopulse_testlib import dev_entries, diskstats, run_fio, sum_hist_count, sum_op, wait_idle
+from iopulse_testlib import (TIMED_GOAL, TIMED_GOAL_SMALL, dev_entries, diskstats, run_fio,
+                             sum_hist_count, sum_op, wait_idle)
 
 
 WORKLOADS = {
@@ -59,7 +60,7 @@ def test_counts_and_bytes_match_diskstats(loopdev, daemon, workload):
     assert truth.reads > 1000 and truth.writes > 1000, f"workload too small: {truth}"
     # The goal is set for the 32-thread workload (~200k IOs); at a few thousand IOs two or
     # three unreported completions already cross 0.05%, so the small runs get a looser bound.
-    goal = 0.9995 if workload == "psync-32jobs" else 0.995
+    goal = TIMED_GOAL if workload == "psync-32jobs" else TIMED_GOAL_SMALL
     assert coverage >= goal, f"latency samples for {100 * coverage:.3f}% of the IOs"
     untimed = sum(sum_op(ivs, lo.name, op, "untimed") for op in ("read", "write"))
     assert timed + unseen + untimed == truth.reads + truth.writes, \
