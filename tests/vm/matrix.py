@@ -276,8 +276,11 @@ def run_kernel(k, args, vng, apt, out_root, current):
                      f"--seconds {args.seconds}")
         argv = [vng, "--verbose", "--run", kimg, "--disable-kvm", "--disable-microvm",
                 "--cpus", str(args.cpus), "--memory", args.memory,
-                f"--rodir={os.path.dirname(unpacked)}", f"--rwdir={out}", "--cwd", REPO,
-                f"--qemu-opts={qemu_opts(images)}", "--exec", guest_cmd]
+                f"--rodir={os.path.dirname(unpacked)}", f"--rwdir={out}", "--cwd", REPO]
+        bindir = os.path.dirname(os.path.realpath(args.iopulsed))
+        if not bindir.startswith(REPO + "/"):
+            argv.append(f"--rodir={bindir}")   # /var/tmp and /tmp are not the host's inside
+        argv += [f"--qemu-opts={qemu_opts(images)}", "--exec", guest_cmd]
         env = dict(os.environ, PATH=os.path.dirname(vng) + ":" + os.environ.get("PATH", ""))
         console = os.path.join(out, "console.log")
         log(f"{label}: booting {release} (TCG) with {', '.join(controllers)}; "
@@ -339,6 +342,8 @@ def features_short(f):
     if not f:
         return "-"
     s = f"{f.get('attach') or '?'}, sync {f.get('sync')}"
+    if f.get("sync_off_reason"):
+        s += f" ({f['sync_off_reason']})"
     if f.get("warnings"):
         s += f", {len(f['warnings'])} warning(s)"
     return s
@@ -348,10 +353,12 @@ def cell_line(c):
     cov = c.get("coverage")
     cov = f"{100 * cov:7.3f}%" if cov is not None else "      -"
     status = "PASS" if not c["reasons"] else "FAIL: " + "; ".join(c["reasons"])
+    io_sync = "off" if c.get("sync_off") else c.get("iopulse_sync", "-")
     return (f"{c['kernel']:5} {c['controller']:12} {c['scheduler']:11} "
-            f"diskstats {c.get('diskstats_ios', '-')!s:>6} iopulse {c.get('iopulse_ios', '-')!s:>6} "
-            f"timed {cov} sync fio {c.get('fio_sync', '-')!s:>5} iopulse "
-            f"{c.get('iopulse_sync', '-')!s:>5} [{features_short(c.get('features'))}] {status}")
+            f"diskstats {c.get('diskstats_ios', '-')!s:>6} iopulse "
+            f"{c.get('iopulse_ios', '-')!s:>6} timed {cov} sync fio "
+            f"{c.get('fio_sync', '-')!s:>5} iopulse {io_sync!s:>5} "
+            f"[{features_short(c.get('features'))}] {status}")
 
 
 def main():
@@ -369,6 +376,7 @@ def main():
     ap.add_argument("--memory", default="2G")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per kernel boot")
     args = ap.parse_args()
+    args.iopulsed = os.path.realpath(args.iopulsed)
     for c in args.controllers.split(","):
         if c not in CONTROLLERS:
             ap.error(f"unknown controller {c} (known: {', '.join(CONTROLLERS)})")

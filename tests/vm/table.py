@@ -28,9 +28,13 @@ def main():
         feat = "-"
         if f.get("attach"):
             feat = f"{f['attach']}, sync {f.get('sync')}"
+            if f.get("sync_off_reason"):
+                feat += f" ({f['sync_off_reason']})"
         cov = c.get("coverage")
         cov = f"{100 * cov:.2f}%" if cov is not None else "-"
-        sync = (f"{c['fio_sync']} / {c['iopulse_sync']}" if "fio_sync" in c else "-")
+        sync = "-"
+        if "fio_sync" in c:
+            sync = f"{c['fio_sync']} / {'off' if c.get('sync_off') else c['iopulse_sync']}"
         result = "pass" if not c["reasons"] else "**FAIL**: " + "; ".join(c["reasons"])
         print(f"| {esc(kname)} | {c['controller']} | {c['scheduler']} "
               f"| {c.get('diskstats_ios', '-')} | {c.get('iopulse_ios', '-')} | {cov} "
