@@ -295,7 +295,8 @@ def run_kernel(k, args, vng, apt, out_root, current):
             # Under TCG virtme-ng-init looks for its virtio-serial ports before the guest
             # has set them up, so vng cannot learn the script's exit status (it exits 255)
             # and the init prints it on the console instead: that one counts.
-            m = re.findall(r"script exited with code (-?\d+)", open(console, errors="replace").read())
+            with open(console, errors="replace") as f:
+                m = re.findall(r"script exited with code (-?\d+)", f.read())
             code = int(m[-1]) if m else rc
             if code != 0:
                 info["errors"].append(f"the guest script exited {code} (vng {rc}): "
@@ -409,7 +410,8 @@ def main():
     problems = []
     if os.geteuid() != 0:
         problems.append("not root (the guest shares this machine's root file system as root)")
-    for tool in ("qemu-system-x86_64", "depmod", "fio", "apt-get", "dpkg-deb"):
+    for tool in ("qemu-system-x86_64", "depmod", "busybox", "file", "fio", "apt-get",
+                 "dpkg-deb"):
         if not shutil.which(tool):
             problems.append(f"{tool} not found (scripts/install-deps.sh installs it)")
     if not os.access(args.iopulsed, os.X_OK):
