@@ -80,7 +80,7 @@ class Apt:
             self.updated = False
         else:
             self.updated = None     # lists may be there already
-        self.opts = []
+        self.opts = ["-o", "APT::Sandbox::User=root"]   # the cache is root's: no _apt
         for k, v in (("Dir::State", "state"), ("Dir::State::status", "state/status"),
                      ("Dir::Cache", "cache"), ("Dir::Etc::SourceList", "etc/sources.list"),
                      ("Dir::Etc::SourceParts", "etc/sources.list.d"),
@@ -104,7 +104,13 @@ class Apt:
         if not self.has(pkg, ver):
             raise RuntimeError(f"{pkg}={ver} is not in the archive any more: "
                                f"pick a current version in tests/vm/kernels.txt")
-        run(["apt-get"] + self.opts + ["download", "-qq", f"{pkg}={ver}"], cwd=dest)
+        argv = ["apt-get"] + self.opts + ["download", "-qq", f"{pkg}={ver}"]
+        if subprocess.run(argv, cwd=dest).returncode == 0:
+            return
+        if self.updated:
+            raise RuntimeError(f"apt-get download {pkg}={ver} failed")
+        self.update()               # lists older than the archive: once more with new ones
+        run(argv, cwd=dest)
 
 
 def fetch_kernel(k, cache, apt):
