@@ -144,3 +144,23 @@ def test_thread_from_an_older_daemon_has_no_per_call_latencies():
     t = decode(m).threads[0]
     assert t.call_latency("fdatasync") is None and t.latency_ns.count == 42
     assert t.to_dict()["by_call"] == {"fsync": None, "fdatasync": None, "sync_file_range": None}
+
+
+def test_stacked_devices_name_what_is_beneath_and_above():
+    """An LV's sync thread names the disks beneath it; Info and Updates carry the stack."""
+    m = make_update(1)
+    m.threads[0].device = "dm-0"
+    m.threads[0].disks.extend(["sdb", "sdc"])
+    m.devices[0].holders.append("dm-0")
+    u = decode(m)
+    assert u.threads[0].disks == ["sdb", "sdc"] and u.threads[0].where == "dm-0>sdb,sdc"
+    assert u.devices["sdb"].holders == ["dm-0"]
+    d = json.loads(json.dumps(u.to_dict()))
+    assert d["threads"][0]["disks"] == ["sdb", "sdc"] and d["devices"][0]["holders"] == ["dm-0"]
+    plain = decode(make_update(2)).threads[0]
+    assert plain.disks == [] and plain.where == plain.device
+    i = pb.Info()
+    i.devices.add(name="dm-0", major=253, minor=0, slaves=["md0"], disks=["sda", "sdb"])
+    i.devices.add(name="sda", major=8, minor=0, holders=["md0"])
+    got = Info.from_pb(pb.Info.FromString(i.SerializeToString()))
+    assert got.devices[0].disks == ["sda", "sdb"] and got.devices[1].holders == ["md0"]

@@ -90,7 +90,7 @@ def html_report(run: Run, rows: list[Row], trows: list[ThreadRow],
                 th = r.thread
                 cells.append([phase_title(r).strip() if i == 0 else "", r.host, th.comm,
                               th.process, "-" if th.osd_id is None else str(th.osd_id),
-                              th.device or "?", str(th.calls)] +
+                              th.where, str(th.calls)] +
                              [fmt(k, r.values[c]) for c, _, k in THREAD_COLUMNS])
         body.append("<h2>Busiest sync threads</h2>" + table(heads, cells, 6))
     if plots:

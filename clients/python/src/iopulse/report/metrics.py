@@ -80,6 +80,13 @@ class ThreadAgg:
     sync_file_range: int = 0
     acc: HistAcc = field(default_factory=HistAcc)
     by_call: dict[str, HistAcc] = field(default_factory=dict)   # recorded by newer daemons
+    disks: tuple[str, ...] = ()   # device is a dm/md device: the disks at the bottom of it
+
+    @property
+    def where(self) -> str:
+        """The device, with the disks beneath it for a dm/md device: 'dm-0>sdb'."""
+        name = self.device or "?"
+        return f"{name}>{','.join(self.disks)}" if self.disks else name
 
 
 @dataclass
@@ -124,7 +131,7 @@ class PhaseAgg:
             if ta is None:
                 ta = self.threads[key2] = ThreadAgg(t.comm, t.process, t.pid, t.tid,
                                                     t.osd_id if t.osd_id >= 0 else None,
-                                                    t.device)
+                                                    t.device, disks=tuple(t.disks))
             ta.fsync += t.fsync
             ta.fdatasync += t.fdatasync
             ta.sync_file_range += t.sync_file_range
@@ -163,7 +170,7 @@ class ThreadRow:
         t = self.thread
         return {"phase": self.phase.name, "labels": dict(self.phase.labels), "host": self.host,
                 "thread": t.comm, "process": t.process, "pid": t.pid, "tid": t.tid,
-                "osd_id": t.osd_id, "device": t.device, **self.values}
+                "osd_id": t.osd_id, "device": t.device, "disks": list(t.disks), **self.values}
 
 
 def _pct(h: Optional[Histogram], q: float) -> Optional[float]:

@@ -100,7 +100,7 @@ def rich_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Any:
             for i, r in enumerate(lst):
                 th = r.thread
                 tt.add_row(phase_title(r) if i == 0 else "", r.host, th.comm, th.process,
-                           "-" if th.osd_id is None else str(th.osd_id), th.device or "?",
+                           "-" if th.osd_id is None else str(th.osd_id), th.where,
                            f"{th.calls}", *[fmt(k, r.values[c]) for c, _, k in THREAD_COLUMNS])
         parts.append(tt)
     return Group(*parts)
@@ -154,7 +154,7 @@ def markdown_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> str:
             for r in lst:
                 th = r.thread
                 cells = [phase_title(r).strip(), r.host, th.comm, th.process,
-                         "-" if th.osd_id is None else str(th.osd_id), th.device or "?",
+                         "-" if th.osd_id is None else str(th.osd_id), th.where,
                          str(th.calls)] + [fmt(k, r.values[c]) for c, _, k in THREAD_COLUMNS]
                 out.write("| " + " | ".join(_md_escape(c) for c in cells) + " |\n")
     return out.getvalue()
