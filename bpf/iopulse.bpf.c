@@ -18,6 +18,7 @@ const volatile unsigned int sync_u64s = sizeof(struct iop_sync_val) / 8 +
 					 IOP_SYNC_MAX * IOP_HIST_NBUCKETS(IOP_HIST_K_DEFAULT);
 const volatile bool rollup_partitions = true;
 const volatile unsigned int rq_issue_arg = 0;  /* index of struct request * (see compat.bpf.h) */
+const volatile unsigned int bio_queue_arg = 0; /* index of struct bio * (see compat.bpf.h) */
 const volatile unsigned int rec_set_mask = IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS - 1;
 /*
  * Queue wait from each bio's submission (block_bio_queue: exact, tag and plug waits included),
@@ -616,7 +617,7 @@ static __always_inline int on_rq_requeue(struct rq_view *v)
 SEC("tp_btf/block_bio_queue")
 int iop_bio_queue(u64 *ctx)
 {
-	struct bio *bio = (struct bio *)ctx[0];
+	struct bio *bio = (struct bio *)(bio_queue_arg ? ctx[1] : ctx[0]);
 
 	return on_bio_queue((u64)bio, bio->bi_opf);
 }
@@ -654,7 +655,7 @@ int iop_rq_requeue(u64 *ctx)
 SEC("raw_tp/block_bio_queue")
 int iop_bio_queue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct bio *bio = (struct bio *)ctx->args[0];
+	struct bio *bio = (struct bio *)ctx->args[bio_queue_arg ? 1 : 0];
 
 	return on_bio_queue((u64)bio, BPF_CORE_READ(bio, bi_opf));
 }

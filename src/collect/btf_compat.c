@@ -160,6 +160,9 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 		c->have_block_tps = true;
 		c->rq_issue_arg = n >= 2 ? 1 : 0;
 	}
+	/* block_bio_queue(struct request_queue *q, struct bio *bio) before 5.11 (e8a676d61c07) */
+	n = tp_args(btf, "btf_trace_block_bio_queue");
+	c->bio_queue_arg = n >= 2 ? 1 : 0;
 	c->have_task_storage = enum_has(btf, "bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE") &&
 			       enum_has(btf, "bpf_func_id", "BPF_FUNC_get_current_task_btf");
 	c->have_rdonly_cast = btf__find_by_name_kind(btf, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;

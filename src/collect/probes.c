@@ -185,6 +185,7 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	s->rodata->sync_u64s = (unsigned int)sync_u64s;
 	s->rodata->rollup_partitions = o->rollup_partitions;
 	s->rodata->rq_issue_arg = p->compat.rq_issue_arg;
+	s->rodata->bio_queue_arg = p->compat.bio_queue_arg;
 	s->rodata->rqf_flush_seq_mask = p->compat.rqf_flush_seq;
 	s->rodata->rqf_io_stat_mask = p->compat.rqf_io_stat;
 	p->sync_value_size = sync_u64s * 8;
