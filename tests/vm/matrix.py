@@ -282,10 +282,14 @@ def run_kernel(k, args, vng, apt, out_root, current):
                      f"--seconds {args.seconds}")
         argv = [vng, "--verbose", "--run", kimg, "--disable-kvm", "--disable-microvm",
                 "--cpus", str(args.cpus), "--memory", args.memory,
-                f"--rodir={os.path.dirname(unpacked)}", f"--rwdir={out}", "--cwd", REPO]
+                f"--rodir={os.path.dirname(unpacked)}"]
+        # /var/tmp and /tmp are not the host's inside: a checkout or a daemon there is shared
+        # in (read-only), the output directory last so that it stays writable
+        argv.append(f"--rodir={REPO}")
         bindir = os.path.dirname(os.path.realpath(args.iopulsed))
         if not bindir.startswith(REPO + "/"):
-            argv.append(f"--rodir={bindir}")   # /var/tmp and /tmp are not the host's inside
+            argv.append(f"--rodir={bindir}")
+        argv += [f"--rwdir={out}", "--cwd", REPO]
         argv += [f"--qemu-opts={qemu_opts(images)}", "--exec", guest_cmd]
         env = dict(os.environ, PATH=os.path.dirname(vng) + ":" + os.environ.get("PATH", ""))
         console = os.path.join(out, "console.log")
