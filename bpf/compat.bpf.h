@@ -41,6 +41,8 @@
  *    previous request. Counts stay exact: an IO is counted where its completion is seen, and
  *    the one place two parties could count it (the completion and the daemon's sweep) only
  *    meet on a record older than an idle interval.
+ * 8. A bio names its disk through bi_bdev since 5.12 (309dca309fc3 "block: store a
+ *    block_device pointer in struct bio"), through bi_disk before.
  */
 
 struct request___pre517 {
@@ -131,6 +133,27 @@ static __always_inline u64 iop_fetch_add(u64 *p, u64 add)
 	return __sync_fetch_and_add(p, add);
 }
 #endif
+
+struct bio___pre512 {
+	struct gendisk *bi_disk;
+} __attribute__((preserve_access_index));
+
+/*
+ * Whether a bio goes to a request-based (blk-mq) disk, not to a bio-based device (dm, md)
+ * that passes it on as other bios: a flush sent to an LV is one flush bio to dm-0 and one to
+ * each disk beneath; only the latter reach a disk.
+ */
+static __always_inline bool iop_bio_to_disk(struct bio *bio)
+{
+	struct bio___pre512 *old = (void *)bio;
+	struct gendisk *disk;
+
+	if (bpf_core_field_exists(old->bi_disk))
+		disk = BPF_CORE_READ(old, bi_disk);
+	else
+		disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
+	return disk && BPF_CORE_READ(disk, queue, mq_ops);
+}
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 

@@ -322,9 +322,10 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf)
 	r->q_ns = now;
 	r->opf = opf;
 flags:
+	/* flushes sent to disks from inside a sync call (a stacked device's own bio is not) */
 	if (sync_on && (opf & iop_req_preflush())) {
 		s = bpf_task_storage_get(&sync_start, bpf_get_current_task_btf(), 0, 0);
-		if (s && s->ts)
+		if (s && s->ts && iop_bio_to_disk((struct bio *)bio))
 			s->flush_bios++;
 	}
 	return 0;
