@@ -282,14 +282,15 @@ def dev_entries(ivs, name):
                 yield iv, d
 
 
-def measure_cell(daemon, kernel, ctl, disk, sched, feats):
-    cell = {"kernel": kernel, "controller": ctl, "disk": disk, "scheduler": sched,
-            "features": feats, "jobs": {}, "reasons": []}
-    set_scheduler(disk, sched)
-    before = wait_idle(disk)
-    t0 = time.monotonic_ns()
+def wait_idle_all(disks):
+    return {d: wait_idle(d) for d in disks}
+
+
+def run_jobs(cell, jobs):
+    """Runs the fio jobs one after the other; their counts go into cell["jobs"]; returns
+    the fdatasync calls fio made."""
     fio_sync = 0
-    for name, opts in workloads(disk, ARGS.seconds, ARGS.fio_size):
+    for name, opts in jobs:
         res = run_fio(name, opts)
         calls = fio_sync_calls(res)
         fio_sync += calls
@@ -298,19 +299,32 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
             "write": sum(j["write"]["total_ios"] for j in res["jobs"]),
             "trim": sum(j.get("trim", {}).get("total_ios", 0) for j in res["jobs"]),
             "sync": calls}
-    wait_idle(disk)
+    return fio_sync
+
+
+def window(daemon, disks, body):
+    """diskstats of disks idle before, body(), the disks idle for three intervals, diskstats
+    after: (before, after, the daemon's intervals inside the window)."""
+    before = wait_idle_all(disks)
+    t0 = time.monotonic_ns()
+    body()
+    wait_idle_all(disks)
     t_idle = time.monotonic_ns()
     iv_ns = int(ARGS.interval * 1e9)
     # three whole intervals with the disk idle: the daemon has swept what it would sweep
     if not daemon.wait_interval(lambda iv: iv["start_mono_ns"] >= t_idle + 2 * iv_ns, 30):
         raise RuntimeError("iopulsed gave no interval for 30 s after the jobs "
                            f"(exit {daemon.proc.poll()})")
-    after = wait_idle(disk)
+    after = wait_idle_all(disks)
     t1 = time.monotonic_ns()
     if not daemon.wait_interval(lambda iv: iv["end_mono_ns"] >= t1, 30):
         raise RuntimeError("iopulsed gave no interval for 30 s after the second snapshot")
-    ivs = daemon.between(t0, t1)
+    return before, after, daemon.between(t0, t1)
 
+
+def disk_counts(ivs, disk, before, after):
+    """What iopulsed counted on disk over the window next to the diskstats delta, and the
+    reasons they differ (each prefixed with prefix)."""
     truth = {op: after[op] - before[op] for op in OPS}
     truth_bytes = {op: after[op + "_bytes"] - before[op + "_bytes"]
                    for op in ("read", "write", "discard")}
@@ -321,29 +335,25 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
     unseen = sum(d["ops"][op]["completion_unseen"] for d in ents for op in OPS)
     untimed = sum(d["ops"][op]["untimed"] for d in ents for op in OPS)
     # latency samples: the service time of every dispatched request, plus the empty
-    # REQ_PREFLUSH writes fdatasync sends (counted as writes, their sample is
-    # preflush_latency_ns; the raw-device jobs here put PREFLUSH on no data write)
+    # REQ_PREFLUSH writes fdatasync sends (counted as writes, never dispatched themselves:
+    # their sample is preflush_latency_ns). flush.preflush also counts PREFLUSH writes with
+    # data, which are dispatched and have a service sample: the JSON does not tell them
+    # apart. The fio jobs here put PREFLUSH on no data write; the only ones are md's
+    # superblock writes (PREFLUSH|FUA), and FUA comes from nothing else, so
+    # empty PREFLUSH writes = preflush - fua.
     service = sum(d["ops"][op]["service_ns"]["count"] for d in ents for op in OPS)
     preflush = sum(d["flush"]["preflush"] for d in ents)
-    timed = service + preflush
+    fua = sum(d["flush"]["fua"] for d in ents)
+    timed = service + preflush - min(fua, preflush)
     ios_truth = sum(truth.values())
     ios_got = sum(got.values())
-    threads = [t for iv in ivs for t in iv.get("threads", [])
-               if t.get("device") == disk and t.get("comm", "").startswith("fio")]
-    io_sync = sum(t["fsync"] + t["fdatasync"] for t in threads)
-    cell.update({
-        "diskstats": truth, "diskstats_bytes": truth_bytes, "diskstats_ios": ios_truth,
-        "iopulse": got, "iopulse_bytes": got_bytes, "iopulse_ios": ios_got,
-        "timed": timed, "service_samples": service, "preflush": preflush,
-        "completion_unseen": unseen, "untimed": untimed,
-        "coverage": (timed / ios_truth) if ios_truth else None,
-        "fio_sync": fio_sync, "iopulse_sync": io_sync,
-        "intervals": len(ivs),
-        "missed_events": sum(iv["drops"]["missed_events"] for iv in ivs),
-    })
-    r = cell["reasons"]
-    if ios_truth < 100:
-        r.append(f"workload too small: {ios_truth} IOs in diskstats")
+    st = {"diskstats": truth, "diskstats_bytes": truth_bytes, "diskstats_ios": ios_truth,
+          "iopulse": got, "iopulse_bytes": got_bytes, "iopulse_ios": ios_got,
+          "timed": timed, "service_samples": service, "preflush": preflush, "fua": fua,
+          "completion_unseen": unseen, "untimed": untimed,
+          "requeues": sum(d.get("requeues", 0) for d in ents),
+          "coverage": (timed / ios_truth) if ios_truth else None}
+    r = []
     for op in OPS:
         if got[op] != truth[op]:
             r.append(f"{op} ios {got[op]} != diskstats {truth[op]}")
@@ -354,12 +364,37 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
         r.append(f"IOs not accounted for: {timed} timed + {unseen} unseen + {untimed} "
                  f"untimed != {ios_got}")
     if ios_truth and timed / ios_truth < COVERAGE_GOAL:
-        hint = ""
-        if untimed and untimed == fio_sync:
-            hint = ("; untimed = the fdatasync calls: the empty PREFLUSH writes they send "
-                    "have no latency sample")
         r.append(f"latency coverage {100 * timed / ios_truth:.2f}% < "
-                 f"{100 * COVERAGE_GOAL:.2f}% ({unseen} unseen, {untimed} untimed{hint})")
+                 f"{100 * COVERAGE_GOAL:.2f}% ({unseen} unseen, {untimed} untimed)")
+    return st, r
+
+
+def measure_cell(daemon, kernel, ctl, disk, sched, feats):
+    cell = {"kernel": kernel, "controller": ctl, "disk": disk, "scheduler": sched,
+            "features": feats, "jobs": {}, "reasons": []}
+    set_scheduler(disk, sched)
+    sync = {}
+    before, after, ivs = window(daemon, [disk], lambda: sync.update(n=run_jobs(
+        cell, workloads(disk, ARGS.seconds, ARGS.fio_size))))
+    fio_sync = sync["n"]
+    st, reasons = disk_counts(ivs, disk, before[disk], after[disk])
+    st.pop("requeues")
+    st.pop("fua")
+    ios_truth = st["diskstats_ios"]
+    threads = [t for iv in ivs for t in iv.get("threads", [])
+               if t.get("device") == disk and t.get("comm", "").startswith("fio")]
+    io_sync = sum(t["fsync"] + t["fdatasync"] for t in threads)
+    cell.update(st)
+    cell.update({"fio_sync": fio_sync, "iopulse_sync": io_sync, "intervals": len(ivs),
+                 "missed_events": sum(iv["drops"]["missed_events"] for iv in ivs)})
+    r = cell["reasons"]
+    if ios_truth < 100:
+        r.append(f"workload too small: {ios_truth} IOs in diskstats")
+    for x in reasons:
+        if x.startswith("latency coverage") and st["untimed"] and st["untimed"] == fio_sync:
+            x = x[:-1] + ("; untimed = the fdatasync calls: the empty PREFLUSH writes they "
+                          "send have no latency sample)")
+        r.append(x)
     if fio_sync == 0:
         r.append("fio made no fdatasync call")
     # Sync tracking that iopulsed itself said is off (a kernel without what it needs, one
@@ -369,6 +404,287 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
     if io_sync != fio_sync and not cell["sync_off"]:
         r.append(f"sync calls {io_sync} != fio {fio_sync}")
     return cell
+
+
+# ---------------------------------------------------------------------- extra cells --
+# Stacked devices (LVM linear and striped, md raid1) on disks of their own, one SCSI disk
+# whose queue_depth is 1, one queue of 4 tags. Built before iopulsed starts (no udev: LVM
+# and mdadm are told so), measured after the controller cells.
+
+EXTRA = ["lvm-linear", "lvm-striped", "md-raid1", "scsi-qd1", "nr_requests-4"]
+STACKS = {"lvm-linear": 1, "lvm-striped": 2, "md-raid1": 2}    # cell -> member disks
+OSD_ID = 7
+CEPH_DIR = "/tmp/iop-ceph-osd"
+LVM_ENV = dict(os.environ, DM_DISABLE_UDEV="1", LVM_SUPPRESS_FD_WARNINGS="1")
+
+
+def find_stack_disks(n, size_bytes, timeout):
+    """n virtio-scsi disks of size_bytes (the stacks' own), by name."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = []
+        for name in os.listdir("/sys/block"):
+            if not re.match(r"^sd[a-z]+$", name):
+                continue
+            try:
+                with open(f"/sys/block/{name}/size") as f:
+                    if int(f.read()) * 512 != size_bytes:
+                        continue
+            except OSError:
+                continue
+            if "virtio_scsi" in driver_chain(name):
+                found.append(name)
+        found.sort(key=lambda x: (len(x), x))
+        if len(found) >= n or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def lvm(members, *argv):
+    filt = ", ".join(f'"a|^/dev/{m}$|"' for m in members) + ', "r|.*|"'
+    cfg = ("activation { udev_sync = 0 udev_rules = 0 monitoring = 0 } "
+           "devices { obtain_device_list_from_udev = 0 hints = \"none\" "
+           f"filter = [ {filt} ] }} "
+           "global { locking_dir = \"/tmp/lvm-lock\" } backup { backup = 0 archive = 0 }")
+    r = subprocess.run(["lvm", argv[0], "--config", cfg] + list(argv[1:]),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=LVM_ENV, stdin=subprocess.DEVNULL, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"lvm {' '.join(argv)} exit {r.returncode}: "
+                           + r.stdout.strip()[-300:])
+    return r.stdout
+
+
+def dm_node(dm_name):
+    for name in os.listdir("/sys/block"):
+        try:
+            with open(f"/sys/block/{name}/dm/name") as f:
+                if f.read().strip() == dm_name:
+                    return name
+        except OSError:
+            continue
+    raise RuntimeError(f"no /sys/block/dm-*/dm/name {dm_name}")
+
+
+def build_stacks(cells, disks):
+    """{cell: {"dev", "members"} or {"error"}} for the stack cells asked for, on the given
+    spare disks."""
+    out = {}
+    free = list(disks)
+    for cell, n in STACKS.items():
+        if cell not in cells:
+            continue
+        members, free = free[:n], free[n:]
+        if len(members) < n:
+            out[cell] = {"error": f"{n} spare disks needed, {len(members)} left "
+                                  f"(found {disks})"}
+            continue
+        try:
+            if cell == "md-raid1":
+                r = sh("mdadm", "--create", "/dev/md0", "--run", "--force", "--level=1",
+                       "--raid-devices=2", "--metadata=1.2", "--assume-clean",
+                       "--bitmap=none", *[f"/dev/{m}" for m in members], timeout=120)
+                if r.returncode != 0 or not os.path.isdir("/sys/block/md0/md"):
+                    raise RuntimeError(f"mdadm --create exit {r.returncode}: "
+                                       + r.stdout.strip()[-300:])
+                dev = "md0"
+            else:
+                vg = "iopvg" + ("l" if cell == "lvm-linear" else "s")
+                lvm(members, "vgcreate", "-y", vg, *[f"/dev/{m}" for m in members])
+                extra = ["-i", "2", "-I", "64k"] if n == 2 else []
+                lvm(members, "lvcreate", "-y", "-Zn", "-Wn", "-L", "128M", *extra,
+                    "-n", "lv", vg)
+                dev = dm_node(f"{vg}-lv")
+            if not os.path.exists(f"/dev/{dev}"):
+                raise RuntimeError(f"no /dev/{dev} node")
+            out[cell] = {"dev": dev, "members": members}
+            log(f"{cell}: /dev/{dev} over {members}")
+        except Exception as e:
+            out[cell] = {"error": f"building {cell} on {members} failed: {e}"}
+            log(out[cell]["error"])
+    lin = out.get("lvm-linear", {})
+    if "dev" in lin:
+        d = os.path.join(CEPH_DIR, f"ceph-{OSD_ID}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "whoami"), "w") as f:
+            f.write(f"{OSD_ID}\n")
+        os.symlink(f"/dev/{lin['dev']}", os.path.join(d, "block"))
+    return out
+
+
+def stack_jobs(dev, secs):
+    common = dict(filename=f"/dev/{dev}", direct=1, size="96M", randrepeat=0,
+                  time_based=1, runtime=f"{int(secs * 1000)}ms")
+    w = [("libaio-qd16-randrw-4k", dict(rw="randrw", rwmixread=50, bs="4k",
+                                        ioengine="libaio", iodepth=16)),
+         ("fdatasync-4k", dict(rw="randwrite", bs="4k", ioengine="psync", fdatasync=1))]
+    return [(n, {**common, **o}) for n, o in w]
+
+
+def short_dev(d):
+    """A device object without its op histograms, for a FAIL reason."""
+    return {k: d.get(k) for k in ("name", "dev", "dm_name", "slaves", "holders", "osd_id",
+                                  "osd_role", "requeues")}
+
+
+def short_thread(t):
+    return {k: t.get(k) for k in ("tid", "comm", "dev", "device", "disks", "fsync",
+                                  "fdatasync", "calls", "flush_bios")}
+
+
+def combine(cell, per_disk, reasons):
+    """Sums the members' counts into the cell's row; reasons named by disk."""
+    cell["per_disk"] = per_disk
+    for k in ("diskstats_ios", "iopulse_ios", "timed", "service_samples", "preflush", "fua",
+              "completion_unseen", "untimed", "requeues"):
+        cell[k] = sum(st[k] for st in per_disk.values())
+    for k in ("diskstats", "iopulse"):
+        cell[k] = {op: sum(st[k][op] for st in per_disk.values()) for op in OPS}
+    cell["coverage"] = (cell["timed"] / cell["diskstats_ios"]) if cell["diskstats_ios"] \
+        else None
+    for disk, st in per_disk.items():
+        if st["diskstats_ios"] < 50:
+            cell["reasons"].append(f"{disk}: workload too small: {st['diskstats_ios']} IOs "
+                                   "in diskstats")
+        cell["reasons"] += [f"{disk}: {x}" for x in reasons[disk]]
+
+
+def measure_stack(daemon, kernel, ctl, stack, feats):
+    dev, members = stack["dev"], stack["members"]
+    cell = {"kernel": kernel, "controller": ctl, "scheduler": "none",
+            "disk": f"{dev}>{','.join(members)}", "features": feats, "jobs": {},
+            "reasons": []}
+    for m in members:
+        set_scheduler(m, "none")
+    sync = {}
+    before, after, ivs = window(daemon, members, lambda: sync.update(
+        n=run_jobs(cell, stack_jobs(dev, ARGS.stack_seconds))))
+    fio_sync = sync["n"]
+    per, rs = {}, {}
+    for m in members:
+        per[m], rs[m] = disk_counts(ivs, m, before[m], after[m])
+    combine(cell, per, rs)
+    r = cell["reasons"]
+    # holders and the OSD label, in every device object of the members in the window
+    for m in members:
+        ents = [d for _, d in dev_entries(ivs, m)]
+        if not ents:
+            r.append(f"{m}: no device object in the window")
+            continue
+        bad = [d for d in ents if dev not in (d.get("holders") or [])]
+        if bad:
+            r.append(f"{m}: holders do not name {dev} in {len(bad)}/{len(ents)} intervals: "
+                     + json.dumps(short_dev(bad[0])))
+        if ctl == "lvm-linear":
+            bad = [d for d in ents if d.get("osd_id") != OSD_ID or d.get("osd_role") != "block"]
+            if bad:
+                r.append(f"{m}: not labelled osd {OSD_ID} block in {len(bad)}/{len(ents)} "
+                         "intervals: " + json.dumps(short_dev(bad[0])))
+    if ctl == "lvm-linear":
+        top = [d for _, d in dev_entries(ivs, dev)]
+        bad = [d for d in top if d.get("osd_id") != OSD_ID or d.get("osd_role") != "block"]
+        if not top:
+            r.append(f"{dev}: no device object in the window")
+        elif bad:
+            r.append(f"{dev}: not labelled osd {OSD_ID} block in {len(bad)}/{len(top)} "
+                     "intervals: " + json.dumps(short_dev(bad[0])))
+    # fio's sync thread rows: on the stacked device, its bottom disks beneath
+    fio_rows = [t for iv in ivs for t in iv.get("threads", [])
+                if t.get("comm", "").startswith("fio")]
+    rows = [t for t in fio_rows if t.get("device") == dev]
+    io_sync = sum(t["fsync"] + t["fdatasync"] for t in rows)
+    cell.update({"fio_sync": fio_sync, "iopulse_sync": io_sync, "intervals": len(ivs),
+                 "missed_events": sum(iv["drops"]["missed_events"] for iv in ivs),
+                 "thread_rows": [short_thread(t) for t in fio_rows[:4]]})
+    cell["sync_off"] = feats.get("sync") == "off"
+    if fio_sync == 0:
+        r.append("fio made no fdatasync call")
+    if not cell["sync_off"]:
+        if io_sync != fio_sync:
+            others = [t for t in fio_rows if t.get("device") != dev]
+            r.append(f"sync calls on {dev} {io_sync} != fio {fio_sync}"
+                     + (f"; fio rows elsewhere: {json.dumps(short_thread(others[0]))}"
+                        if others else ""))
+        bad = [t for t in rows if sorted(t.get("disks") or []) != sorted(members)]
+        if bad:
+            r.append(f"thread rows on {dev} with disks != {sorted(members)} "
+                     f"({len(bad)}/{len(rows)}): " + json.dumps(short_thread(bad[0])))
+    return cell
+
+
+def measure_tuned(daemon, kernel, ctl, disk, sched, attr, value, feats):
+    """libaio QD16 and 8 psync threads on disk with sysfs attr set to value (restored)."""
+    cell = {"kernel": kernel, "controller": ctl, "disk": disk, "scheduler": sched,
+            "features": feats, "jobs": {}, "reasons": [], "sync_off": False}
+    set_scheduler(disk, sched)
+    path = f"/sys/block/{disk}/{attr}"
+    with open(path) as f:
+        old = f.read().strip()
+    cell["tuned"] = {attr: value, "was": old}
+    try:
+        with open(path, "w") as f:
+            f.write(str(value))
+        with open(path) as f:
+            now = f.read().strip()
+        if now != str(value):
+            raise RuntimeError(f"{path} is {now} after writing {value}")
+        jobs = [(n, o) for n, o in workloads(disk, ARGS.stack_seconds, ARGS.fio_size)
+                if n.startswith(("libaio-qd16", "psync-8jobs"))]
+        before, after, ivs = window(daemon, [disk], lambda: run_jobs(cell, jobs))
+    finally:
+        with open(path, "w") as f:
+            f.write(old)
+    st, rs = disk_counts(ivs, disk, before[disk], after[disk])
+    combine(cell, {disk: st}, {disk: rs})
+    cell["intervals"] = len(ivs)
+    cell["missed_events"] = sum(iv["drops"]["missed_events"] for iv in ivs)
+    if ctl == "scsi-qd1" and not st["requeues"]:
+        cell["notes"] = ["no requeue reported with queue_depth 1"]
+        log(f"{ctl} {disk}: iopulsed reported no requeue")
+    return cell
+
+
+def run_extra(result, daemon, err, feats, disks, stacks):
+    for ctl in ARGS.extra:
+        t = time.monotonic()
+        cell = None
+        try:
+            if err or daemon is None:
+                raise RuntimeError(err or "no daemon")
+            if daemon.proc.poll() is not None:
+                raise RuntimeError(
+                    f"iopulsed exited {daemon.proc.returncode} during the run: "
+                    + " | ".join(daemon.stderr_text().strip().splitlines()[-2:]))
+            if ctl in STACKS:
+                st = stacks.get(ctl) or {"error": "not built"}
+                if "error" in st:
+                    raise RuntimeError(st["error"])
+                cell = measure_stack(daemon, ARGS.kernel, ctl, st, feats)
+            elif ctl == "scsi-qd1":
+                disk = disks.get("virtio-scsi") or disks.get("megaraid_sas")
+                if not disk:
+                    raise RuntimeError("needs the virtio-scsi or megaraid_sas disk")
+                cell = measure_tuned(daemon, ARGS.kernel, ctl, disk, "none",
+                                     "device/queue_depth", 1, feats)
+            elif ctl == "nr_requests-4":
+                disk = disks.get("virtio-blk") or next(iter(disks.values()), None)
+                if not disk:
+                    raise RuntimeError("no test disk")
+                cell = measure_tuned(daemon, ARGS.kernel, ctl, disk, "mq-deadline",
+                                     "queue/nr_requests", 4, feats)
+            else:
+                raise RuntimeError(f"unknown cell {ctl}")
+        except Exception as e:
+            traceback.print_exc()
+            cell = failed_cell(ARGS.kernel, ctl, (cell or {}).get("disk"),
+                               "mq-deadline" if ctl == "nr_requests-4" else "none", feats,
+                               f"{type(e).__name__}: {e}")
+        cell["seconds"] = round(time.monotonic() - t, 1)
+        result["cells"].append(cell)
+        log(f"{ctl} {cell.get('disk')}: {'PASS' if not cell['reasons'] else 'FAIL'} "
+            f"{cell.get('diskstats_ios')} / {cell.get('iopulse_ios')} "
+            f"cov {cell.get('coverage')} sync {cell.get('fio_sync')}/"
+            f"{cell.get('iopulse_sync')} requeues {cell.get('requeues')} {cell['reasons']}")
 
 
 def failed_cell(kernel, ctl, disk, sched, feats, reason):
@@ -405,10 +721,18 @@ def main():
                                     f"{CONTROLLER_DRIVER[c]} (modprobe: "
                                     f"{result['modprobe'].get(CONTROLLER_DRIVER[c])})")
     wanted_scheds = ARGS.schedulers.split(",")
+    stacks, spare = {}, []
+    if any(c in STACKS for c in ARGS.extra):
+        n = sum(STACKS[c] for c in ARGS.extra if c in STACKS)
+        spare = find_stack_disks(n, ARGS.stack_disk_size, 60)
+        log(f"stack disks: {spare}")
+        stacks = build_stacks(ARGS.extra, spare)
+        result["stacks"] = stacks
     save()
 
+    devs = list(disks.values()) + spare + (["dm-*", "md*"] if spare else [])
     argv = [ARGS.iopulsed, "--json", "--no-server", "-i", f"{int(ARGS.interval * 1000)}ms",
-            "--devices", ",".join(disks.values()) or "none-found"]
+            "--devices", ",".join(devs) or "none-found", "--ceph-osd-dir", CEPH_DIR]
     log("starting " + " ".join(argv))
     t = time.monotonic()
     try:
@@ -461,6 +785,9 @@ def main():
                 f"{cell.get('iopulse_sync')} {cell['reasons']}")
             save()
 
+    run_extra(result, daemon, err, feats, disks, stacks)
+    save()
+
     if daemon is None:
         result["done"] = True
         save()
@@ -491,8 +818,13 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--fio-size", default="128M")
     ap.add_argument("--interval", type=float, default=1.0)
+    ap.add_argument("--extra", default=",".join(EXTRA),
+                    help="stacked and tuned-queue cells after the controller cells (none: no)")
+    ap.add_argument("--stack-disk-size", type=int, default=160 << 20)
+    ap.add_argument("--stack-seconds", type=float, default=1.0)
     ap.add_argument("--ready-timeout", type=float, default=180)
     ARGS = ap.parse_args()
+    ARGS.extra = [c for c in ARGS.extra.split(",") if c and c != "none"]
     os.makedirs(ARGS.out, exist_ok=True)
     try:
         main()

@@ -30,6 +30,12 @@ VMDIR = os.path.join(REPO, "tests", "vm")
 DISK_MIB = 256
 CONTROLLERS = ["nvme", "megaraid_sas", "ahci", "virtio-scsi", "virtio-blk"]
 BASE_SCHEDULERS = ["none", "mq-deadline"]
+# cells after the controller cells (guest.py EXTRA): cell -> its scheduler
+EXTRA = {"lvm-linear": "none", "lvm-striped": "none", "md-raid1": "none", "scsi-qd1": "none",
+         "nr_requests-4": "mq-deadline"}
+STACK_DISKS = {"lvm-linear": 1, "lvm-striped": 2, "md-raid1": 2}   # spare disks each
+STACK_DISK_MIB = 160
+GUEST_OUT = "/tmp/iopulse-vm-out"   # the guest's path of the kernel's output directory
 ARCHIVE = {"": "http://deb.debian.org/debian",
            "-security": "http://deb.debian.org/debian-security"}
 
@@ -169,9 +175,15 @@ def ensure_vng(venv):
     return vng
 
 
-def qemu_opts(images):
-    """One disk per controller, each on its own emulated controller."""
+def qemu_opts(images, stack_images=()):
+    """One disk per controller, each on its own emulated controller; the stacks' disks
+    (another size) on a virtio-scsi controller of their own."""
     o = []
+    if stack_images:
+        o.append("-device virtio-scsi-pci,id=vscsist")
+    for i, img in enumerate(stack_images):
+        o += [f"-drive file={img},if=none,id=d-st{i},format=raw,cache=unsafe,discard=unmap",
+              f"-device scsi-hd,drive=d-st{i},bus=vscsist.0,serial=iopstack{i}"]
     for ctl, img in images.items():
         drv = f"-drive file={img},if=none,id=d-{ctl},format=raw,cache=unsafe,discard=unmap"
         ser = "iop" + ctl.replace("-", "").replace("_", "")[:12]
@@ -245,6 +257,10 @@ def expected_cells(label, cfg):
     return scheds
 
 
+def expected(controllers, scheds, extra):
+    return [(c, s) for c in controllers for s in scheds] + [(c, EXTRA[c]) for c in extra]
+
+
 def fail_cell(label, ctl, sched, reason):
     return {"kernel": label, "controller": ctl, "scheduler": sched, "disk": None,
             "features": None, "reasons": [reason]}
@@ -263,7 +279,7 @@ def run_kernel(k, args, vng, apt, out_root, current):
     except Exception as e:
         info["errors"].append(f"kernel not available: {e}")
         return info, [fail_cell(label, c, s, info["errors"][0])
-                      for c in controllers for s in BASE_SCHEDULERS]
+                      for c, s in expected(controllers, BASE_SCHEDULERS, args.extra)]
     info["release"] = release
     scheds = expected_cells(label, kernel_config(config))
     imgdir = tempfile.mkdtemp(prefix="disks-", dir=args.cache)
@@ -276,25 +292,34 @@ def run_kernel(k, args, vng, apt, out_root, current):
             images[c] = os.path.join(imgdir, f"{c}.img")
             with open(images[c], "wb") as f:
                 f.truncate(DISK_MIB << 20)          # sparse
-        guest_cmd = (f"python3 {VMDIR}/guest.py --out {out} --kernel {label} "
+        stack_images = []
+        for i in range(sum(STACK_DISKS.get(c, 0) for c in args.extra)):
+            stack_images.append(os.path.join(imgdir, f"stack{i}.img"))
+            with open(stack_images[-1], "wb") as f:
+                f.truncate(STACK_DISK_MIB << 20)
+        guest_cmd = (f"python3 {VMDIR}/guest.py --out {GUEST_OUT} --kernel {label} "
                      f"--iopulsed {args.iopulsed} --controllers {','.join(controllers)} "
                      f"--schedulers {','.join(scheds)} --disk-size {DISK_MIB << 20} "
-                     f"--seconds {args.seconds}")
+                     f"--seconds {args.seconds} --extra {','.join(args.extra) or 'none'} "
+                     f"--stack-disk-size {STACK_DISK_MIB << 20}")
         argv = [vng, "--verbose", "--run", kimg, "--disable-kvm", "--disable-microvm",
                 "--cpus", str(args.cpus), "--memory", args.memory,
                 f"--rodir={os.path.dirname(unpacked)}"]
         # /var/tmp and /tmp are not the host's inside: a checkout or a daemon there is shared
-        # in (read-only), the output directory last so that it stays writable
+        # in (read-only). virtme-ng mounts every --rwdir before every --rodir, so an output
+        # directory inside the checkout would be hidden by it: the output directory is
+        # mounted at a guest path of its own instead (GUEST_OUT, in the guest's /tmp overlay)
         argv.append(f"--rodir={REPO}")
         bindir = os.path.dirname(os.path.realpath(args.iopulsed))
         if not bindir.startswith(REPO + "/"):
             argv.append(f"--rodir={bindir}")
-        argv += [f"--rwdir={out}", "--cwd", REPO]
-        argv += [f"--qemu-opts={qemu_opts(images)}", "--exec", guest_cmd]
+        argv += [f"--rwdir={GUEST_OUT}={out}", "--cwd", REPO]
+        argv += [f"--qemu-opts={qemu_opts(images, stack_images)}", "--exec", guest_cmd]
         env = dict(os.environ, PATH=os.path.dirname(vng) + ":" + os.environ.get("PATH", ""))
         console = os.path.join(out, "console.log")
         log(f"{label}: booting {release} (TCG) with {', '.join(controllers)}; "
-            f"schedulers {', '.join(scheds)}; console {console}")
+            f"schedulers {', '.join(scheds)}; then {', '.join(args.extra) or 'no extra cells'}"
+            f" ({len(stack_images)} stack disks); console {console}")
         guest = Guest(argv, console, env)
         current["guest"] = guest
         rc = guest.wait(args.timeout)
@@ -339,12 +364,11 @@ def run_kernel(k, args, vng, apt, out_root, current):
         cells = res.get("cells", [])
     have = {(c["controller"], c["scheduler"]) for c in cells}
     why = "; ".join(info["errors"]) or "the guest reported nothing for this cell"
-    for c in controllers:
-        for s in scheds:
-            if (c, s) not in have:
-                cells.append(fail_cell(label, c, s, why))
-    order = {(c, s): i for i, (c, s) in
-             enumerate((c, s) for c in controllers for s in scheds)}
+    want = expected(controllers, scheds, args.extra)
+    for c, s in want:
+        if (c, s) not in have:
+            cells.append(fail_cell(label, c, s, why))
+    order = {cs: i for i, cs in enumerate(want)}
     cells.sort(key=lambda x: order.get((x["controller"], x["scheduler"]), 1 << 30))
     return info, cells
 
@@ -364,8 +388,10 @@ def cell_line(c):
     cov = c.get("coverage")
     cov = f"{100 * cov:7.3f}%" if cov is not None else "      -"
     status = "PASS" if not c["reasons"] else "FAIL: " + "; ".join(c["reasons"])
+    if c["controller"] in EXTRA:
+        status = f"({c.get('disk') or '-'}, requeues {c.get('requeues', '-')}) " + status
     io_sync = "off" if c.get("sync_off") else c.get("iopulse_sync", "-")
-    return (f"{c['kernel']:5} {c['controller']:12} {c['scheduler']:11} "
+    return (f"{c['kernel']:5} {c['controller']:13} {c['scheduler']:11} "
             f"diskstats {c.get('diskstats_ios', '-')!s:>6} iopulse "
             f"{c.get('iopulse_ios', '-')!s:>6} timed {cov} sync fio "
             f"{c.get('fio_sync', '-')!s:>5} iopulse {io_sync!s:>5} "
@@ -377,6 +403,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernels", help="comma-separated labels of kernels.txt (default: all)")
     ap.add_argument("--controllers", default=",".join(CONTROLLERS))
+    ap.add_argument("--extra", default=",".join(EXTRA),
+                    help="cells after the controller cells: stacked devices (LVM, md, a "
+                         "Ceph OSD label) and tuned queues; 'none' for none")
     ap.add_argument("--kernels-file", default=os.path.join(VMDIR, "kernels.txt"))
     ap.add_argument("--cache", default="/var/tmp/iopulse-vm")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "vm-matrix"))
@@ -388,9 +417,14 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per kernel boot")
     args = ap.parse_args()
     args.iopulsed = os.path.realpath(args.iopulsed)
+    args.out = os.path.realpath(args.out)
     for c in args.controllers.split(","):
         if c not in CONTROLLERS:
             ap.error(f"unknown controller {c} (known: {', '.join(CONTROLLERS)})")
+    args.extra = [c for c in args.extra.split(",") if c and c != "none"]
+    for c in args.extra:
+        if c not in EXTRA:
+            ap.error(f"unknown extra cell {c} (known: {', '.join(EXTRA)})")
 
     kernels = read_kernels(args.kernels_file)
     if args.kernels:
@@ -420,8 +454,12 @@ def main():
     problems = []
     if os.geteuid() != 0:
         problems.append("not root (the guest shares this machine's root file system as root)")
-    for tool in ("qemu-system-x86_64", "depmod", "busybox", "file", "fio", "apt-get",
-                 "dpkg-deb"):
+    tools = ["qemu-system-x86_64", "depmod", "busybox", "file", "fio", "apt-get", "dpkg-deb"]
+    if any(c.startswith("lvm-") for c in args.extra):
+        tools.append("lvm")
+    if "md-raid1" in args.extra:
+        tools.append("mdadm")
+    for tool in tools:
         if not shutil.which(tool):
             problems.append(f"{tool} not found (scripts/install-deps.sh installs it)")
     if not os.access(args.iopulsed, os.X_OK):
@@ -446,7 +484,8 @@ def main():
             info = {"label": k["label"], "package": k["package"], "version": k["version"],
                     "suite": k["suite"], "errors": list(problems)}
             cells = [fail_cell(k["label"], c, s, "; ".join(problems))
-                     for c in args.controllers.split(",") for s in BASE_SCHEDULERS]
+                     for c, s in expected(args.controllers.split(","), BASE_SCHEDULERS,
+                                          args.extra)]
         else:
             info, cells = run_kernel(k, args, vng, apt, args.out, current)
         results["kernels"].append(info)

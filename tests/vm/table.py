@@ -36,7 +36,12 @@ def main():
         if "fio_sync" in c:
             sync = f"{c['fio_sync']} / {'off' if c.get('sync_off') else c['iopulse_sync']}"
         result = "pass" if not c["reasons"] else "**FAIL**: " + "; ".join(c["reasons"])
-        print(f"| {esc(kname)} | {c['controller']} | {c['scheduler']} "
+        ctl = c["controller"]
+        if "per_disk" in c:     # the stacked and tuned-queue cells: device > disks
+            ctl += f" ({c['disk']})"
+            if c.get("requeues"):
+                ctl += f", {c['requeues']} requeues"
+        print(f"| {esc(kname)} | {esc(ctl)} | {c['scheduler']} "
               f"| {c.get('diskstats_ios', '-')} | {c.get('iopulse_ios', '-')} | {cov} "
               f"| {sync} | {esc(feat)} | {esc(result)} |")
     print()
