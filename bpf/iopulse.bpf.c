@@ -547,13 +547,13 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 	base = slot_data(slot);
 	if (!base)
 		return 0;
-	r = find_rq(v->rq);
 	if (nr_bytes < v->data_len) {
 		/* partial completion: more of this request follows */
 		if (grp != IOP_OP_FLUSH)
 			cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
 		return 0;
 	}
+	r = find_rq(v->rq);
 	/* The data part of a PREFLUSH/FUA sequence ends once more when the sequence is done. */
 	if ((v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH) {
 		cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
