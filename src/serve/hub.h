@@ -5,20 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hub_msg.h"
 #include "interval.h"
 #include "server_limits.h"
 #include "thread_fold.h"
-
-/* A packed message shared between senders; freed with its last reference. */
-struct hub_msg {
-	int ref;
-	size_t len;
-	uint8_t *buf;
-};
-
-struct hub_msg *hub_msg_new(uint8_t *buf, size_t len);   /* takes buf (malloc'd) */
-struct hub_msg *hub_msg_ref(struct hub_msg *m);
-void hub_msg_unref(struct hub_msg *m);
 
 struct hub;
 struct hub_sub;

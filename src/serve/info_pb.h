@@ -7,7 +7,7 @@
 
 #include "config.h"
 #include "devices.h"
-#include "hub.h"
+#include "hub_msg.h"
 #include "server_limits.h"
 #include "interval.h"
 #include "iopulse.pb-c.h"

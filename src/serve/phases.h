@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hub.h"
+#include "hub_msg.h"
 #include "iopulse.pb-c.h"
 #include "server_limits.h"
 
