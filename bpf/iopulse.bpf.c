@@ -279,9 +279,7 @@ static __always_inline u64 rq_start_ns(const struct rq_view *v, u64 now)
 /* Set index from the low 32 bits of an address (a 32-bit copy of a pointer is a number). */
 static __always_inline u32 rec_set(u64 ptr)
 {
-	u32 lo = (u32)ptr;
-
-	return ((lo >> 4) * 2654435761U >> 8) & rec_set_mask;
+	return iop_rec_set(ptr, rec_set_mask);
 }
 
 /* ---- block layer ---- */

@@ -42,6 +42,17 @@ static inline unsigned long long iop_rq_fingerprint(unsigned long long start_ns,
 	return start_ns ^ (sector * 0x9E3779B97F4A7C15ull);
 }
 
+/*
+ * Set of an in-flight record: a hash of the low 32 bits of the kernel pointer that keys it
+ * (a 32-bit copy of a pointer is a number); mask is the number of sets - 1 (a power of two).
+ */
+static inline unsigned int iop_rec_set(unsigned long long ptr, unsigned int mask)
+{
+	unsigned int lo = (unsigned int)ptr;
+
+	return ((lo >> 4) * 2654435761U >> 8) & mask;
+}
+
 enum iop_redispatch {
 	IOP_RD_SAME_IO = 0,   /* requeued, or a driver that started it and returned BUSY */
 	IOP_RD_LOST = 1,      /* a new IO: the previous one completed without a completion event */

@@ -15,6 +15,7 @@
 #include "aggregator.h"
 #include "devices.h"
 #include "hub.h"
+#include "inflight.h"
 #include "info_pb.h"
 #include "metrics_http.h"
 #include "notify.h"
@@ -369,6 +370,12 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 		}
 		aggregator_hand_over(pl->agg, next.agg, &fresh);
 		emit(pl, o, cfg, false);
+		r = inflight_adopt(pl->probes, next.probes);
+		if (r < 0)
+			log_warn("reload: the open request records could not be handed over (%s): "
+				 "IOs in flight now are counted untimed", strerror(-r));
+		else
+			log_debug("reload: %d open request record(s) handed over", r);
 		aggregator_set_seq(next.agg, aggregator_seq(pl->agg));
 		pipeline_stop(pl);
 		*pl = next;

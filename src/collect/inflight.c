@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../bpf/iopulse.h"
+#include "../bpf/rq_logic.h"
 
 /*
  * Flush requests and the data part of a flush sequence are left out of the kernel's in_flight
@@ -218,6 +219,109 @@ static int stamp(struct inflight *f)
 		f->w[s].seen_idle = false;
 	}
 	return read_idle(f, false, now) ?: read_idle(f, true, now);
+}
+
+struct slot_find {
+	uint32_t kdev;
+	uint32_t slot1;       /* slot + 1, 0 if the device has none */
+};
+
+static int find_slot(void *ctx, uint32_t kdev, uint32_t slot)
+{
+	struct slot_find *f = ctx;
+
+	if (kdev == f->kdev)
+		f->slot1 = slot + 1;
+	return 0;
+}
+
+/* A free way of the set for key (none if key is there already); NULL if none. */
+static struct iop_rq_rec *claim(struct iop_rq_rec *set, uint64_t key)
+{
+	uint64_t zero;
+	int i;
+
+	for (i = 0; i < IOP_WAYS; i++)
+		if (__atomic_load_n(&set[i].key, __ATOMIC_ACQUIRE) == key)
+			return NULL;
+	for (i = 0; i < IOP_WAYS; i++) {
+		zero = 0;
+		if (__atomic_compare_exchange_n(&set[i].key, &zero, key, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED))
+			return &set[i];
+	}
+	return NULL;
+}
+
+/* Moves one open record o into to's records (to_recs, to_n); true when it moved. */
+static bool adopt_one(struct probes *to, struct iop_rq_rec *to_recs, size_t to_n,
+		      struct iop_rq_rec *o, struct slot_find *sf)
+{
+	uint64_t key = __atomic_load_n(&o->key, __ATOMIC_ACQUIRE);
+	uint64_t d = __atomic_load_n(&o->d_ns, __ATOMIC_ACQUIRE), zero = 0, dd;
+	struct iop_rq_rec *w;
+
+	if (!key || !d)
+		return false;
+	w = claim(&to_recs[(size_t)iop_rec_set(key, to_n / IOP_WAYS - 1) * IOP_WAYS], key);
+	if (!w)
+		return false;
+	if (sf->kdev != o->kdev) {
+		sf->kdev = o->kdev;
+		sf->slot1 = 0;
+		probes_for_each_slot(to, find_slot, sf);
+	}
+	w->q_ns = o->q_ns;
+	w->seek = o->seek;
+	w->bytes = o->bytes;
+	w->opf = o->opf;
+	w->slot = (unsigned short)sf->slot1;
+	w->seek_class = o->seek_class;
+	w->timed = o->timed;
+	w->grp = o->grp;
+	w->requeued = o->requeued;
+	w->flush_seq = o->flush_seq;
+	w->kdev = o->kdev;
+	w->fp = o->fp;
+	/* publish, unless a dispatch of the same request took the record meanwhile */
+	if (!__atomic_compare_exchange_n(&w->d_ns, &zero, d, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return false;
+	dd = d;
+	if (__atomic_compare_exchange_n(&o->d_ns, &dd, 0, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED)) {
+		__atomic_compare_exchange_n(&o->key, &key, 0, false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED);
+		return true;
+	}
+	/* the IO completed meanwhile: the new program counted it; withdraw the copy unless
+	 * that program used it */
+	dd = d;
+	if (__atomic_compare_exchange_n(&w->d_ns, &dd, 0, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED))
+		__atomic_store_n(&w->key, 0, __ATOMIC_RELEASE);
+	return false;
+}
+
+int inflight_adopt(struct probes *from, struct probes *to)
+{
+	struct slot_find sf = { 0 };
+	struct iop_rq_rec *old, *nw;
+	size_t n_old, n_new, i;
+	int moved = 0;
+
+	old = probes_rq_recs_map(from, &n_old);
+	nw = old ? probes_rq_recs_map(to, &n_new) : NULL;
+	if (!old || !nw) {
+		moved = -errno;
+		goto out;
+	}
+	for (i = 0; i < n_old; i++)
+		moved += adopt_one(to, nw, n_new, &old[i], &sf);
+out:
+	probes_rq_recs_unmap(from);
+	probes_rq_recs_unmap(to);
+	return moved;
 }
 
 int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev)

@@ -23,6 +23,16 @@ struct inflight *inflight_free(struct inflight *f);
  */
 int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev);
 
+/*
+ * A reload: the open request records of the outgoing probes (from), after their counters'
+ * last read, are moved to the incoming ones (to), so that an IO dispatched before the cut is
+ * timed by the new completion program and one whose completion the kernel never reported is
+ * still found (by a dispatch that reuses its request, or by the sweep) and counted. Each move
+ * takes the old record's ownership token; an IO that completes meanwhile is counted once, by
+ * the new program. Returns the number of records moved, or -errno.
+ */
+int inflight_adopt(struct probes *from, struct probes *to);
+
 /* What the sweep reads from one /proc/diskstats line. */
 struct inflight_line {
 	unsigned int major, minor;
