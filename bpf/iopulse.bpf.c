@@ -282,6 +282,25 @@ static __always_inline u32 rec_set(u64 ptr)
 	return iop_rec_set(ptr, rec_set_mask);
 }
 
+/*
+ * Argument 0 or 1 of a tracepoint (its layout differs between kernels: compat.bpf.h 1). Each
+ * read has its own constant offset, in its own branch, which the verifier drops where the
+ * load-time setting rules it out: it refuses a context pointer moved by a computed offset
+ * (5.10: "dereference of modified ctx ptr"), and a raw_tp program that reads past the
+ * tracepoint's arguments does not attach. The loads are written in asm: the compiler would
+ * otherwise make them one load from a selected address.
+ */
+static __always_inline u64 tp_arg01(u64 *args, bool second)
+{
+	u64 v;
+
+	if (second)
+		asm volatile("%0 = *(u64 *)(%1 + 8)" : "=r"(v) : "r"(args));
+	else
+		asm volatile("%0 = *(u64 *)(%1 + 0)" : "=r"(v) : "r"(args));
+	return v;
+}
+
 /* ---- block layer ---- */
 
 static __always_inline int on_bio_queue(u64 bio, u32 opf)
@@ -616,7 +635,7 @@ static __always_inline int on_rq_requeue(struct rq_view *v)
 SEC("tp_btf/block_bio_queue")
 int iop_bio_queue(u64 *ctx)
 {
-	struct bio *bio = (struct bio *)(bio_queue_arg ? ctx[1] : ctx[0]);
+	struct bio *bio = (struct bio *)tp_arg01(ctx, bio_queue_arg);
 
 	return on_bio_queue((u64)bio, bio->bi_opf);
 }
@@ -624,10 +643,10 @@ int iop_bio_queue(u64 *ctx)
 SEC("tp_btf/block_rq_issue")
 int iop_rq_issue(u64 *ctx)
 {
-	u64 *arg = rq_issue_arg ? &ctx[1] : &ctx[0];
+	u64 rq = tp_arg01(ctx, rq_issue_arg);
 	struct rq_view v;
 
-	rq_read_btf((struct request *)*arg, *arg, &v);
+	rq_read_btf((struct request *)rq, rq, &v);
 	return on_rq_issue(&v);
 }
 
@@ -643,10 +662,10 @@ int iop_rq_complete(u64 *ctx)
 SEC("tp_btf/block_rq_requeue")
 int iop_rq_requeue(u64 *ctx)
 {
-	u64 *arg = rq_issue_arg ? &ctx[1] : &ctx[0];
+	u64 rq = tp_arg01(ctx, rq_issue_arg);
 	struct rq_view v;
 
-	rq_read_btf((struct request *)*arg, *arg, &v);
+	rq_read_btf((struct request *)rq, rq, &v);
 	return on_rq_requeue(&v);
 }
 
@@ -654,7 +673,7 @@ int iop_rq_requeue(u64 *ctx)
 SEC("raw_tp/block_bio_queue")
 int iop_bio_queue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct bio *bio = (struct bio *)ctx->args[bio_queue_arg ? 1 : 0];
+	struct bio *bio = (struct bio *)tp_arg01(ctx->args, bio_queue_arg);
 
 	return on_bio_queue((u64)bio, BPF_CORE_READ(bio, bi_opf));
 }
@@ -664,7 +683,7 @@ int iop_rq_issue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct rq_view v;
 
-	rq_read_core((struct request *)ctx->args[rq_issue_arg ? 1 : 0], &v);
+	rq_read_core((struct request *)tp_arg01(ctx->args, rq_issue_arg), &v);
 	return on_rq_issue(&v);
 }
 
@@ -682,7 +701,7 @@ int iop_rq_requeue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct rq_view v;
 
-	rq_read_core((struct request *)ctx->args[rq_issue_arg ? 1 : 0], &v);
+	rq_read_core((struct request *)tp_arg01(ctx->args, rq_issue_arg), &v);
 	return on_rq_requeue(&v);
 }
 

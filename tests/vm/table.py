@@ -35,7 +35,8 @@ def main():
         sync = "-"
         if "fio_sync" in c:
             sync = f"{c['fio_sync']} / {'off' if c.get('sync_off') else c['iopulse_sync']}"
-        result = "pass" if not c["reasons"] else "**FAIL**: " + "; ".join(c["reasons"])
+        result = "pass" if not c["reasons"] else \
+            ("known failure: " if c.get("known") else "**FAIL**: ") + "; ".join(c["reasons"])
         ctl = c["controller"]
         if "per_disk" in c:     # the stacked and tuned-queue cells: device > disks
             ctl += f" ({c['disk']})"
@@ -45,7 +46,8 @@ def main():
               f"| {c.get('diskstats_ios', '-')} | {c.get('iopulse_ios', '-')} | {cov} "
               f"| {sync} | {esc(feat)} | {esc(result)} |")
     print()
-    print(f"{res.get('passed', '?')} cells passed, {res.get('failed', '?')} failed; "
+    print(f"{res.get('passed', '?')} cells passed, {res.get('failed', '?')} failed, "
+          f"{res.get('known', 0)} known failures (tests/vm/known-failures.txt); "
           f"fio jobs of {res.get('fio_seconds')} s each under qemu TCG "
           f"(counts are exact, timings mean nothing); {res.get('seconds', 0):.0f} s in all.")
 
