@@ -56,8 +56,9 @@ def read_kernels(path):
         for line in f:
             line = line.split("#", 1)[0].strip()
             if line:
-                label, pkg, ver, suite = line.split()
-                out.append({"label": label, "package": pkg, "version": ver, "suite": suite})
+                label, pkg, ver, suite, *expect = line.split()
+                out.append({"label": label, "package": pkg, "version": ver, "suite": suite,
+                            "expect": expect[0] if expect else ""})
     return out
 
 
@@ -79,6 +80,23 @@ def is_known(c, known):
     prefixes = known.get(c["kernel"], [])
     return bool(c["reasons"]) and all(any(r.startswith(p) for p in prefixes)
                                       for r in c["reasons"])
+
+
+def feature_mismatch(expect, feats):
+    """What iopulsed turned on or off unlike kernels.txt's expect column says, or []:
+    attach (tp_btf, raw_tp), atomics (yes, no), sync (on, off), flush_seq (the mask)."""
+    probes = feats.get("probes") or ""
+    got = {"attach": feats.get("attach") or "-",
+           "atomics": "no" if "without atomics" in probes else "yes",
+           "sync": feats.get("sync") or "-"}
+    m = re.search(r"flush_seq (0x[0-9a-f]+)", probes)
+    got["flush_seq"] = m.group(1) if m else "-"
+    bad = []
+    for item in filter(None, expect.split(",")):
+        key, _, want = item.partition(":")
+        if got.get(key) != want:
+            bad.append(f"{key} {got.get(key)} (expected {want})")
+    return bad
 
 
 class Apt:
@@ -375,6 +393,11 @@ def run_kernel(k, args, vng, apt, out_root, current):
     if res:
         info["guest_release"] = res.get("release")
         info["daemon"] = res.get("daemon")
+        bad = feature_mismatch(k.get("expect", ""), (res.get("daemon") or {}).get("features")
+                               or {})
+        if bad:
+            info["errors"].append("iopulsed turned on or off what kernels.txt does not expect: "
+                                  + ", ".join(bad))
         info["modprobe"] = res.get("modprobe")
         info["disks"] = res.get("disks")
         info["errors"] += res.get("errors", [])
