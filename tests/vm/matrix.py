@@ -76,10 +76,14 @@ def read_known(path):
 
 
 def is_known(c, known):
-    """A failed cell all of whose reasons are known for its kernel."""
+    """A failed cell all of whose reasons are known for its kernel (a reason may name the
+    disk first: "sdf: read ios ...")."""
     prefixes = known.get(c["kernel"], [])
-    return bool(c["reasons"]) and all(any(r.startswith(p) for p in prefixes)
-                                      for r in c["reasons"])
+
+    def listed(r):
+        return any(r.startswith(p) or re.match(r"\w+: " + re.escape(p), r) for p in prefixes)
+
+    return bool(c["reasons"]) and all(listed(r) for r in c["reasons"])
 
 
 def feature_mismatch(expect, feats):
