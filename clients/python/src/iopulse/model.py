@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from .histogram import Histogram
 
@@ -137,6 +137,13 @@ class SyncLatency:
         return cls(msg.sum_ns, _hist(msg, "histogram_ns", precision))
 
 
+def device_where(device: Optional[str], disks: Sequence[str]) -> str:
+    """A sync thread's device, with the disks beneath it when it is a dm/md device:
+    'dm-0>sdb,sdc'; '?' when the device is unknown."""
+    name = device or "?"
+    return f"{name}>{','.join(disks)}" if disks else name
+
+
 @dataclass
 class ThreadSync:
     """fsync / fdatasync / sync_file_range calls of one thread on one device, or (folded > 0,
@@ -166,9 +173,7 @@ class ThreadSync:
 
     @property
     def where(self) -> str:
-        """The device, with the disks beneath it when it is a dm/md device: 'dm-0>sdb'."""
-        name = self.device or "?"
-        return f"{name}>{','.join(self.disks)}" if self.disks else name
+        return device_where(self.device, self.disks)
 
     @property
     def calls(self) -> int:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..histogram import Histogram, bucket_index, bucket_lower
+from ..model import device_where
 from ..phases.model import Phase
 from ..record.reader import Run
 
@@ -84,9 +85,7 @@ class ThreadAgg:
 
     @property
     def where(self) -> str:
-        """The device, with the disks beneath it for a dm/md device: 'dm-0>sdb'."""
-        name = self.device or "?"
-        return f"{name}>{','.join(self.disks)}" if self.disks else name
+        return device_where(self.device, self.disks)
 
 
 @dataclass
