@@ -1,0 +1,9 @@
+/* config_devices.c - the devices.* keys: which block devices are reported, partitions rolled up */
+#include "config_loader.h"
+
+const struct key config_devices_keys[] = {
+	{ .name = "include", .type = KEY_GLOBS, .offset = FIELD(dev_include) },
+	{ .name = "exclude", .type = KEY_GLOBS, .offset = FIELD(dev_exclude) },
+	{ .name = "rollup_partitions", .type = KEY_BOOL, .offset = FIELD(rollup_partitions) },
+	{ .name = NULL },
+};

@@ -1,0 +1,14 @@
+/* config_sync.c - the sync.* keys: tracing of sync calls, and the threads reported */
+#include "config_loader.h"
+
+static const struct key threads_keys[] = {
+	{ .name = "include", .type = KEY_GLOBS, .offset = FIELD(thread_include) },
+	{ .name = "exclude", .type = KEY_GLOBS, .offset = FIELD(thread_exclude) },
+	{ .name = NULL },
+};
+
+const struct key config_sync_keys[] = {
+	{ .name = "enabled", .type = KEY_BOOL, .offset = FIELD(sync_enabled) },
+	{ .name = "threads", .type = KEY_SECTION, .sub = threads_keys },
+	{ .name = NULL },
+};
