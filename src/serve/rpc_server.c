@@ -1,16 +1,20 @@
-/* rpc_server.c - the gRPC server: every gRPC core call of iopulsed lives in this file */
+/*
+ * rpc_server.c - the gRPC server: every gRPC core call of iopulsed lives in this file (the
+ * listeners, the credentials, the completion queue, each call's batches and its peer and
+ * certificate names). What needs no gRPC core lives beside it: rpc_unix.c the unix socket's
+ * file, rpc_tls.c the TLS files, rpc_rights.c who a call comes from and whether it may mark,
+ * rpc_stream.c the Subscribe streams' states, rpc_unary.c the answers of the unary calls.
+ */
 #include "rpc_server.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <grp.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -25,8 +29,12 @@
 #include <grpc/support/time.h>
 
 #include "log.h"
-#include "pem.h"
 #include "phases.h"
+#include "rpc_rights.h"
+#include "rpc_stream.h"
+#include "rpc_tls.h"
+#include "rpc_unary.h"
+#include "rpc_unix.h"
 #include "unix_listener.h"
 
 /* How often the loop looks for new Updates: the added delivery delay is at most this. */
@@ -74,10 +82,8 @@ struct call {
 	int cancelled;            /* written by RECV_CLOSE_ON_SERVER */
 	grpc_slice details;
 	bool has_details;
-	struct hub_sub *sub;
-	bool sending, closed, finishing;
+	struct rpc_stream st;      /* Subscribe */
 	struct tag t_done, t_headers, t_sent, t_closed;
-	struct call *prev, *next;  /* streams */
 	uint64_t mark_id;          /* a MarkPhase waiting for its interval edge */
 	struct call *wnext;        /* the marks waiting */
 };
@@ -88,32 +94,21 @@ struct rpc_server {
 	grpc_completion_queue *cq;
 	void *methods[M_COUNT];
 	struct slot slots[M_COUNT];
-	struct call *streams;
+	struct rpc_streams streams;
 	struct call *marks;        /* MarkPhase calls waiting for their edge */
-	unsigned int nstreams;
 	unsigned int ncalls;       /* call contexts alive (streams and unary calls) */
 	pthread_t thread;
 	bool thread_started;
 	int stop;                  /* set by rpc_server_stop */
 	int tcp_port;
 	unsigned int request_bytes;
-	uint64_t fed_seq;          /* newest interval feed() has offered to every stream */
-	bool refeed;               /* a stream became ready to send again */
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct tag t_shutdown;
-	/* TLS: paths, the PEM text read last, and which read the handshakes use (tls_lock) */
-	char *tls_cert, *tls_key, *tls_ca;
-	pthread_mutex_t tls_lock;
-	char *pem_cert, *pem_key, *pem_ca;
-	uint64_t tls_gen, tls_served;
-	char **mark_clients;
-	size_t nmark_clients;
+	struct rpc_tls *tls;       /* NULL: TCP without TLS */
+	struct rpc_rights *rights;
 	/* server.mark_group: the unix socket is accepted here, each connection's right kept */
 	struct unix_listener *ul;
 	grpc_server_credentials *fd_creds;
-	pthread_mutex_t rights_lock;
-	unsigned char *rights;     /* by fd: 1 may mark, 2 may not, 0 not ours */
-	size_t nrights;
 };
 
 /* ------------------------------------------------------------------ helpers -- */
@@ -229,18 +224,15 @@ static struct call *call_new(struct rpc_server *s, enum method m, grpc_call *gc)
 	return c;
 }
 
+/* The call that holds the stream st. */
+static struct call *call_of(struct rpc_stream *st)
+{
+	return (struct call *)((char *)st - offsetof(struct call, st));
+}
+
 static void call_free(struct rpc_server *s, struct call *c)
 {
-	if (c->sub) {
-		hub_unsubscribe(s->hub, c->sub);
-		if (c->prev)
-			c->prev->next = c->next;
-		else
-			s->streams = c->next;
-		if (c->next)
-			c->next->prev = c->prev;
-		s->nstreams--;
-	}
+	rpc_stream_release(&s->streams, &c->st);
 	if (c->has_details)
 		grpc_slice_unref(c->details);
 	grpc_call_unref(c->call);
@@ -290,20 +282,15 @@ static void finish_call(struct call *c, bool headers, grpc_byte_buffer *msg,
 
 /* ------------------------------------------------------------ authorization -- */
 
-/* A name glob of server.mark_clients matches one of the client certificate's names. */
+/* A name of the client certificate (prop: CN or SAN) matches a glob of server.mark_clients. */
 static bool names_match(struct rpc_server *s, grpc_auth_context *ac, const char *prop)
 {
 	grpc_auth_property_iterator it = grpc_auth_context_find_properties_by_name(ac, prop);
 	const grpc_auth_property *p;
-	char name[256];
-	size_t i;
 
-	while ((p = grpc_auth_property_iterator_next(&it))) {
-		snprintf(name, sizeof(name), "%.*s", (int)p->value_length, p->value);
-		for (i = 0; i < s->nmark_clients; i++)
-			if (!fnmatch(s->mark_clients[i], name, 0))
-				return true;
-	}
+	while ((p = grpc_auth_property_iterator_next(&it)))
+		if (rpc_rights_name_may_mark(s->rights, p->value, p->value_length))
+			return true;
 	return false;
 }
 
@@ -311,107 +298,43 @@ static bool names_match(struct rpc_server *s, grpc_auth_context *ac, const char 
 static void accepted(void *arg, int fd, bool in_group)
 {
 	struct rpc_server *s = arg;
-	unsigned char *grown;
-	size_t n;
 
-	pthread_mutex_lock(&s->rights_lock);
-	if ((size_t)fd >= s->nrights) {
-		n = (size_t)fd * 2 + 64;
-		grown = realloc(s->rights, n);
-		if (!grown) {
-			pthread_mutex_unlock(&s->rights_lock);
-			close(fd);
-			return;
-		}
-		memset(grown + s->nrights, 0, n - s->nrights);
-		s->rights = grown;
-		s->nrights = n;
+	if (rpc_rights_note_fd(s->rights, fd, in_group)) {
+		close(fd);
+		return;
 	}
-	s->rights[fd] = in_group ? 1 : 2;
-	pthread_mutex_unlock(&s->rights_lock);
 	grpc_server_add_channel_from_fd(s->server, fd, s->fd_creds);
 }
 
-/* The fd of a call that came over an accepted unix connection (peer "fd:N"), else -1. */
-static long peer_fd(const char *peer)
-{
-	char *end;
-	long fd;
-
-	if (!peer || strncmp(peer, "fd:", 3))
-		return -1;
-	fd = strtol(peer + 3, &end, 10);
-	return end != peer + 3 && fd >= 0 ? fd : -1;
-}
-
-/*
- * The right of a call that came over an accepted unix connection: its fd cannot be reused
- * while the call holds the connection open.
- */
-static bool fd_may_mark(struct rpc_server *s, const char *peer)
-{
-	long fd = peer_fd(peer);
-	bool ok;
-
-	pthread_mutex_lock(&s->rights_lock);
-	ok = fd >= 0 && (size_t)fd < s->nrights && s->rights[fd] == 1;
-	pthread_mutex_unlock(&s->rights_lock);
-	return ok;
-}
-
-/*
- * May this call mark phases? Over the unix socket, whoever may connect may, unless
- * server.mark_group names the group that may (and root); over TCP, a client whose certificate
- * has a name (CN or SAN) matching server.mark_clients, or any client when a glob matches ""
- * (the default "*": anyone the handshake let in).
- */
+/* May this call mark phases? (rpc_rights_of_peer says who may.) */
 static bool may_mark(struct rpc_server *s, grpc_call *call, char *err, size_t errlen)
 {
 	char *peer = grpc_call_get_peer(call);
+	enum rpc_right right = rpc_rights_of_peer(s->rights, peer, err, errlen);
 	grpc_auth_context *ac;
-	bool tcp = peer && (!strncmp(peer, "ipv4:", 5) || !strncmp(peer, "ipv6:", 5)), ok = false;
-	bool fdpeer = peer && !strncmp(peer, "fd:", 3);
-	size_t i;
+	bool ok = false;
 
-	if (fdpeer)
-		ok = fd_may_mark(s, peer);
 	gpr_free(peer);
-	if (fdpeer && !ok)
-		snprintf(err, errlen, "marks over the unix socket are for root and the group "
-			 "server.mark_group; this client is in neither");
-	if (fdpeer)
-		return ok;
-	if (!tcp)
-		return true;
-	for (i = 0; i < s->nmark_clients && !ok; i++)
-		ok = !fnmatch(s->mark_clients[i], "", 0);
-	ac = ok ? NULL : grpc_call_auth_context(call);
+	if (right != RPC_RIGHT_BY_NAMES)
+		return right == RPC_RIGHT_YES;
+	ac = grpc_call_auth_context(call);
 	if (ac) {
 		ok = names_match(s, ac, GRPC_X509_CN_PROPERTY_NAME) ||
 		     names_match(s, ac, GRPC_X509_SAN_PROPERTY_NAME);
 		grpc_auth_context_release(ac);
 	}
 	if (!ok)
-		snprintf(err, errlen, "marks over TCP need a client certificate with a name matching "
-			 "server.mark_clients");
+		rpc_rights_names_refused(err, errlen);
 	return ok;
 }
 
-/*
- * Who a call comes from, as the owner of the session phases it opens: over the unix socket
- * the peer's uid, over TCP the client certificate's first CN (else SAN) or, without one, the
- * peer's address without its port; so a client's reconnection is still the same owner, and
- * another client is not.
- */
+/* Who a call comes from, as the owner of the session phases it opens (rpc_rights_owner). */
 static void call_owner(grpc_call *call, char *out, size_t len)
 {
-	char *peer = grpc_call_get_peer(call), *end;
+	char *peer = grpc_call_get_peer(call);
 	grpc_auth_context *ac = grpc_call_auth_context(call);
 	const grpc_auth_property *p = NULL;
 	grpc_auth_property_iterator it;
-	struct ucred cred;
-	socklen_t cl = sizeof(cred);
-	long fd;
 
 	if (ac) {
 		it = grpc_auth_context_find_properties_by_name(ac, GRPC_X509_CN_PROPERTY_NAME);
@@ -421,22 +344,10 @@ static void call_owner(grpc_call *call, char *out, size_t len)
 								       GRPC_X509_SAN_PROPERTY_NAME);
 			p = grpc_auth_property_iterator_next(&it);
 		}
-		if (p)
-			snprintf(out, len, "cert:%.*s", (int)p->value_length, p->value);
+	}
+	rpc_rights_owner(peer, p ? p->value : NULL, p ? p->value_length : 0, out, len);
+	if (ac)
 		grpc_auth_context_release(ac);
-		if (p) {
-			gpr_free(peer);
-			return;
-		}
-	}
-	snprintf(out, len, "%s", peer ? peer : "?");
-	fd = peer_fd(peer);
-	if (fd >= 0) {
-		if (!getsockopt((int)fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl))
-			snprintf(out, len, "uid:%u", (unsigned int)cred.uid);
-	} else if (peer && (end = strrchr(out, ':')) && end > out + 5) {
-		*end = '\0';     /* ipv4:1.2.3.4:5678 -> ipv4:1.2.3.4 */
-	}
 	gpr_free(peer);
 }
 
@@ -450,12 +361,10 @@ static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size
 
 	switch (c->m) {
 	case M_SNAPSHOT:
-		r = hub_snapshot(s->hub, req, len, &out, err, sizeof(err));
+		r = rpc_unary_snapshot(s->hub, req, len, &out, err, sizeof(err));
 		break;
 	case M_INFO:
-		r = hub_info(s->hub, &out);
-		if (r == -EAGAIN)
-			snprintf(err, sizeof(err), "iopulsed is starting; try again in a moment");
+		r = rpc_unary_info(s->hub, &out, err, sizeof(err));
 		break;
 	default:
 		if (!may_mark(s, c->call, err, sizeof(err))) {
@@ -463,19 +372,15 @@ static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size
 			return;
 		}
 		call_owner(c->call, owner, sizeof(owner));
-		r = s->stop ? -EAGAIN : phases_submit_as(hub_phases(s->hub), req, len, owner,
-							&c->mark_id, err, sizeof(err));
+		r = rpc_unary_mark(s->hub, s->stop, req, len, owner, &c->mark_id, err,
+				   sizeof(err));
 		if (!r) {
 			c->wnext = s->marks;   /* answered once the main loop took the edge */
 			s->marks = c;
 			return;
 		}
-		if (r == -EAGAIN)
-			snprintf(err, sizeof(err), "iopulsed is shutting down");
 		break;
 	}
-	if (r && !err[0])
-		snprintf(err, sizeof(err), "%s", strerror(-r));
 	finish_call(c, true, r ? NULL : buffer_of(out), status_of(r), r ? err : NULL);
 }
 
@@ -487,22 +392,12 @@ static void subscribe(struct rpc_server *s, struct call *c, const uint8_t *req, 
 	int r;
 
 	call_owner(c->call, owner, sizeof(owner));
-	r = s->stop ? -EAGAIN : hub_subscribe_as(s->hub, req, len, right ? owner : NULL, &c->sub,
-						 err, sizeof(err));
+	r = rpc_stream_open(&s->streams, &c->st, req, len, right ? owner : NULL, s->stop, err,
+			    sizeof(err));
 	if (r) {
-		if (!err[0])
-			snprintf(err, sizeof(err), "%s", r == -EAGAIN ? "iopulsed is shutting down" :
-				 strerror(-r));
-		c->closed = true;
 		finish_call(c, true, NULL, status_of(r), err);
 		return;
 	}
-	c->next = s->streams;
-	if (s->streams)
-		s->streams->prev = c;
-	s->streams = c;
-	s->nstreams++;
-	s->refeed = true;   /* a replay may be due at once */
 	memset(&op, 0, sizeof(op));
 	op.op = GRPC_OP_SEND_INITIAL_METADATA;
 	start_batch(c, &op, 1, &c->t_headers);
@@ -510,7 +405,7 @@ static void subscribe(struct rpc_server *s, struct call *c, const uint8_t *req, 
 	op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
 	op.data.recv_close_on_server.cancelled = &c->cancelled;
 	if (!start_batch(c, &op, 1, &c->t_closed))
-		c->closed = true;
+		rpc_stream_set_closed(&c->st);
 }
 
 static void new_call(struct rpc_server *s, enum method m, bool ok)
@@ -544,7 +439,7 @@ static void new_call(struct rpc_server *s, enum method m, bool ok)
 
 		snprintf(err, sizeof(err), "a request of %zu bytes: at most %u (server.request_bytes)",
 			 len, s->request_bytes);
-		c->closed = true;
+		rpc_stream_set_closed(&c->st);
 		finish_call(c, true, NULL, GRPC_STATUS_RESOURCE_EXHAUSTED, err);
 	} else if (m == M_SUBSCRIBE)
 		subscribe(s, c, req ? req : (uint8_t *)"", len);
@@ -560,11 +455,13 @@ static void answer_marks(struct rpc_server *s, bool final)
 {
 	struct call **pc = &s->marks, *c;
 	struct hub_msg *m;
+	char err[128];
 	int r;
 
 	while ((c = *pc)) {
-		r = phases_reply(hub_phases(s->hub), c->mark_id, &m);
-		if (r == 0 && !final) {
+		err[0] = '\0';
+		r = rpc_unary_mark_reply(s->hub, c->mark_id, final, &m, err, sizeof(err));
+		if (r == 0) {
 			pc = &c->wnext;
 			continue;
 		}
@@ -573,42 +470,34 @@ static void answer_marks(struct rpc_server *s, bool final)
 		if (r == 1)
 			finish_call(c, true, buffer_of(m), GRPC_STATUS_OK, NULL);
 		else
-			finish_call(c, true, NULL, r ? GRPC_STATUS_INTERNAL : GRPC_STATUS_UNAVAILABLE,
-				    r ? "the mark was made but its answer was lost (out of memory)" :
-				    "iopulsed stopped before the mark's interval edge");
+			finish_call(c, true, NULL, status_of(r), err);
 		if (!c->pending)
 			call_free(s, c);
 	}
 }
 
+/* Start sending the Update m on the stream st: false if gRPC core refused the batch. */
+static bool send_update(void *arg, struct rpc_stream *st, struct hub_msg *m)
+{
+	struct call *c = call_of(st);
+	grpc_op op;
+	bool ok;
+
+	memset(&op, 0, sizeof(op));
+	op.op = GRPC_OP_SEND_MESSAGE;
+	op.data.send_message.send_message = buffer_of(m);
+	ok = start_batch(c, &op, 1, &c->t_sent);
+	grpc_byte_buffer_destroy(op.data.send_message.send_message);
+	return ok;
+}
+
 /* Hand each idle stream its next Update, if one is due. */
 static void feed(struct rpc_server *s)
 {
-	uint64_t last = hub_last_seq(s->hub);
 	gpr_timespec t0 = gpr_now(GPR_CLOCK_MONOTONIC), dt;
-	bool fresh = last != s->fed_seq;
-	unsigned int handed = 0;
-	struct call *c;
-	struct hub_msg *m;
-	grpc_op op;
+	bool fresh;
+	unsigned int handed = rpc_streams_feed(&s->streams, send_update, s, &fresh);
 
-	if (!fresh && !s->refeed)
-		return;   /* nothing new, and nobody became free to take it */
-	s->fed_seq = last;
-	s->refeed = false;
-	for (c = s->streams; c; c = c->next) {
-		if (c->sending || c->closed || c->finishing)
-			continue;
-		m = hub_next(s->hub, c->sub);
-		if (!m)
-			continue;
-		memset(&op, 0, sizeof(op));
-		op.op = GRPC_OP_SEND_MESSAGE;
-		op.data.send_message.send_message = buffer_of(m);
-		c->sending = start_batch(c, &op, 1, &c->t_sent);
-		handed += c->sending;
-		grpc_byte_buffer_destroy(op.data.send_message.send_message);
-	}
 	if (fresh && handed) {
 		dt = gpr_time_sub(gpr_now(GPR_CLOCK_MONOTONIC), t0);
 		hub_note_fanout(s->hub, (uint64_t)dt.tv_sec * 1000000000ull + (uint64_t)dt.tv_nsec,
@@ -627,20 +516,23 @@ static void completed(struct rpc_server *s, struct tag *t, bool ok)
 	case T_SHUTDOWN:
 		return;
 	case T_SENT:
-		c->sending = false;
-		s->refeed = true;
-		if (!ok)
-			c->closed = true;  /* the stream is gone */
+		rpc_stream_sent(&s->streams, &c->st, ok);
 		break;
 	case T_CLOSED:
-		c->closed = true;
+		rpc_stream_set_closed(&c->st);
 		break;
 	case T_HEADERS:
 	case T_DONE:
 		break;
 	}
-	if (--c->pending == 0 && (c->m != M_SUBSCRIBE || c->closed))
+	if (--c->pending == 0 && (c->m != M_SUBSCRIBE || rpc_stream_closed(&c->st)))
 		call_free(s, c);
+}
+
+/* A stream's final status when iopulsed stops. */
+static void finish_stream(void *arg, struct rpc_stream *st)
+{
+	finish_call(call_of(st), false, NULL, GRPC_STATUS_UNAVAILABLE, "iopulsed is shutting down");
 }
 
 /* Every stream gets UNAVAILABLE; calls that do not end in time are cancelled. */
@@ -649,19 +541,13 @@ static void shut_down(struct rpc_server *s)
 	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 					     gpr_time_from_millis(GRACE_MS, GPR_TIMESPAN));
 	bool cancelled = false, done = false;
-	struct call *c;
 	grpc_event ev;
 
 	/* the daemon's last (partial) interval goes out before the status */
-	s->refeed = true;
+	rpc_streams_refeed(&s->streams);
 	feed(s);
 	answer_marks(s, true);
-	for (c = s->streams; c; c = c->next) {
-		if (c->closed || c->finishing)
-			continue;
-		c->finishing = true;
-		finish_call(c, false, NULL, GRPC_STATUS_UNAVAILABLE, "iopulsed is shutting down");
-	}
+	rpc_streams_finish(&s->streams, finish_stream, s);
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);
 	/* every call's batches must complete, so that each call is released */
 	while (!done || s->ncalls) {
@@ -709,172 +595,45 @@ static void *loop(void *arg)
 
 /* --------------------------------------------------------------- set-up -- */
 
-/* A socket file nobody listens on is left over from a crash: remove it. */
-static int prepare_unix(const char *path, char *err, size_t errlen)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)], *slash;
-	struct stat st;
-	int fd, r;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "server.socket '%s' is longer than %zu bytes", path,
-			 sizeof(sa.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) && errno != EEXIST) {
-			r = -errno;
-			snprintf(err, errlen, "cannot create %s for the socket: %s", dir, strerror(errno));
-			return r;
-		}
-	}
-	if (lstat(path, &st) != 0)
-		return 0;
-	if (!S_ISSOCK(st.st_mode)) {
-		/* only a stale socket is ours to remove, never a file someone put there */
-		snprintf(err, errlen, "server.socket %s exists and is not a socket; remove it or "
-			 "choose another path", path);
-		return -EEXIST;
-	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	close(fd);
-	if (r == 0) {
-		snprintf(err, errlen, "%s is in use: another iopulsed is serving there (set "
-			 "server.socket or --socket to run a second one)", path);
-		return -EADDRINUSE;
-	}
-	if (unlink(path) && errno != ENOENT) {
-		r = -errno;
-		snprintf(err, errlen, "cannot remove the stale socket %s: %s", path, strerror(errno));
-		return r;
-	}
-	return 0;
-}
-
-static int secure_unix(const char *path, unsigned int mode, const char *group, char *err,
-		       size_t errlen)
-{
-	struct group *g;
-	int r;
-
-	if (group && *group) {
-		g = getgrnam(group);
-		if (!g) {
-			snprintf(err, errlen, "server.socket_group: no group named '%s'", group);
-			return -ENOENT;
-		}
-		if (chown(path, (uid_t)-1, g->gr_gid)) {
-			r = -errno;
-			snprintf(err, errlen, "cannot give %s to group %s: %s", path, group,
-				 strerror(errno));
-			return r;
-		}
-	}
-	if (chmod(path, mode)) {
-		r = -errno;
-		snprintf(err, errlen, "cannot chmod %s to %04o: %s", path, mode, strerror(errno));
-		return r;
-	}
-	return 0;
-}
-
-/* TLS files, read into the PEM texts the next handshake takes (all or nothing). */
-static int read_tls(struct rpc_server *s, char *err, size_t errlen)
-{
-	char *cert = NULL, *key = NULL, *ca = NULL;
-	int r;
-
-	r = pem_read(s->tls_cert, "server.tls_cert", &cert, err, errlen);
-	r = r ?: pem_read(s->tls_key, "server.tls_key", &key, err, errlen);
-	if (!r && s->tls_ca)
-		r = pem_read(s->tls_ca, "server.tls_client_ca", &ca, err, errlen);
-	if (!r && (!strstr(cert, "CERTIFICATE-----") || !strstr(key, "PRIVATE KEY-----"))) {
-		snprintf(err, errlen, "server.tls_cert must hold a CERTIFICATE and server.tls_key a "
-			 "PRIVATE KEY (PEM)");
-		r = -EINVAL;
-	}
-	if (r) {
-		free(cert);
-		free(key);
-		free(ca);
-		return r;
-	}
-	pthread_mutex_lock(&s->tls_lock);
-	free(s->pem_cert);
-	free(s->pem_key);
-	free(s->pem_ca);
-	s->pem_cert = cert;
-	s->pem_key = key;
-	s->pem_ca = ca;
-	s->tls_gen++;
-	pthread_mutex_unlock(&s->tls_lock);
-	return 0;
-}
-
-static void free_settings(struct rpc_server *s)
-{
-	size_t i;
-
-	free(s->tls_cert);
-	free(s->tls_key);
-	free(s->tls_ca);
-	free(s->pem_cert);
-	free(s->pem_key);
-	free(s->pem_ca);
-	for (i = 0; i < s->nmark_clients; i++)
-		free(s->mark_clients[i]);
-	free(s->mark_clients);
-	free(s->rights);
-	pthread_mutex_destroy(&s->tls_lock);
-	pthread_mutex_destroy(&s->rights_lock);
-}
-
 /* gRPC core asks at each TCP handshake: the PEM texts, when they changed since it last asked. */
 static grpc_ssl_certificate_config_reload_status fetch_tls(void *arg,
 							   grpc_ssl_server_certificate_config **out)
 {
 	struct rpc_server *s = arg;
+	const struct rpc_pem *pem = rpc_tls_lock_changed(s->tls);
 	grpc_ssl_pem_key_cert_pair pair;
 	grpc_ssl_certificate_config_reload_status st = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
 
-	pthread_mutex_lock(&s->tls_lock);
-	if (s->tls_served != s->tls_gen) {
-		pair.private_key = s->pem_key;
-		pair.cert_chain = s->pem_cert;
-		*out = grpc_ssl_server_certificate_config_create(s->pem_ca, &pair, 1);
+	if (pem) {
+		pair.private_key = pem->key;
+		pair.cert_chain = pem->cert;
+		*out = grpc_ssl_server_certificate_config_create(pem->ca, &pair, 1);
 		st = *out ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW :
 			    GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
-		s->tls_served = s->tls_gen;
 	}
-	pthread_mutex_unlock(&s->tls_lock);
+	rpc_tls_unlock(s->tls);
 	return st;
 }
 
 int rpc_server_reload_tls(struct rpc_server *s, char *err, size_t errlen)
 {
-	if (!s || !s->tls_cert)
+	if (!s || !s->tls)
 		return 0;
-	return read_tls(s, err, errlen);
+	return rpc_tls_read(s->tls, err, errlen);
 }
 
 static int add_port(struct rpc_server *s, const char *addr, bool tls, char *err, size_t errlen)
 {
+	grpc_ssl_client_certificate_request_type want = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
 	grpc_server_credentials *cr;
 	int port;
 
+	if (tls && rpc_tls_verifies_clients(s->tls))
+		want = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
 	if (tls)
 		cr = grpc_ssl_server_credentials_create_with_options(
 			grpc_ssl_server_credentials_create_options_using_config_fetcher(
-				s->tls_ca ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY :
-					    GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, fetch_tls, s));
+				want, fetch_tls, s));
 	else
 		cr = grpc_insecure_server_credentials_create();
 	port = grpc_server_add_http2_port(s->server, addr, cr);
@@ -901,27 +660,14 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		return -ENOMEM;
 	s->hub = hub;
 	s->t_shutdown.kind = T_SHUTDOWN;
-	pthread_mutex_init(&s->tls_lock, NULL);
-	pthread_mutex_init(&s->rights_lock, NULL);
-	if (o->tls_cert && *o->tls_cert) {
-		s->tls_cert = strdup(o->tls_cert);
-		s->tls_key = strdup(o->tls_key ? o->tls_key : "");
-		s->tls_ca = o->tls_client_ca && *o->tls_client_ca ? strdup(o->tls_client_ca) : NULL;
-	}
-	s->mark_clients = calloc(o->nmark_clients + 1, sizeof(*s->mark_clients));
-	for (m = 0; s->mark_clients && m < (int)o->nmark_clients; m++)
-		if ((s->mark_clients[m] = strdup(o->mark_clients[m])))
-			s->nmark_clients++;
-	if (!s->mark_clients || s->nmark_clients != o->nmark_clients ||
-	    (o->tls_cert && *o->tls_cert && (!s->tls_cert || !s->tls_key))) {
-		r = -ENOMEM;
+	rpc_streams_init(&s->streams, hub);
+	r = rpc_rights_new(&s->rights, o->mark_clients, o->nmark_clients);
+	if (!r && o->tls_cert && *o->tls_cert)
+		r = rpc_tls_new(&s->tls, o->tls_cert, o->tls_key, o->tls_client_ca);
+	if (!r && s->tls && o->tcp && *o->tcp)
+		r = rpc_tls_read(s->tls, err, errlen);
+	if (r)
 		goto fail_early;
-	}
-	if (s->tls_cert && o->tcp && *o->tcp) {
-		r = read_tls(s, err, errlen);
-		if (r)
-			goto fail_early;
-	}
 	gpr_set_log_function(grpc_log_line);
 	grpc_init();
 	/* detect vanished TCP peers; a stalled subscriber is handled by the merge policy */
@@ -948,7 +694,7 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		}
 	}
 	if (o->unix_path && *o->unix_path) {
-		r = prepare_unix(o->unix_path, err, errlen);
+		r = rpc_unix_prepare(o->unix_path, err, errlen);
 		if (r)
 			goto fail;
 		snprintf(s->unix_path, sizeof(s->unix_path), "%s", o->unix_path);
@@ -959,7 +705,7 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 			goto fail;
 	}
 	if (o->tcp && *o->tcp) {
-		port = add_port(s, o->tcp, s->tls_cert != NULL, err, errlen);
+		port = add_port(s, o->tcp, s->tls != NULL, err, errlen);
 		if (port < 0) {
 			r = port;
 			/* the unix listener exists: gRPC core destroys a server with listeners only
@@ -985,7 +731,7 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 			goto fail_started;
 	}
 	if (s->unix_path[0]) {
-		r = secure_unix(s->unix_path, o->unix_mode, o->unix_group, err, errlen);
+		r = rpc_unix_secure(s->unix_path, o->unix_mode, o->unix_group, err, errlen);
 		if (r)
 			goto fail_started;
 	}
@@ -1011,7 +757,8 @@ fail:
 	rpc_server_stop(s);
 	return r < 0 ? r : -EIO;
 fail_early:
-	free_settings(s);
+	rpc_tls_free(s->tls);
+	rpc_rights_free(s->rights);
 	free(s);
 	return r;
 }
@@ -1048,7 +795,8 @@ struct rpc_server *rpc_server_stop(struct rpc_server *s)
 	if (s->fd_creds)
 		grpc_server_credentials_release(s->fd_creds);
 	grpc_shutdown_blocking();
-	free_settings(s);
+	rpc_tls_free(s->tls);
+	rpc_rights_free(s->rights);
 	free(s);
 	return NULL;
 }
