@@ -188,12 +188,6 @@ static __always_inline void hist_add(u64 *base, unsigned int h, u64 v)
 		__sync_fetch_and_add(&base[off], 1);
 }
 
-/* diskstats group of a request (rq_logic.h), -1 for passthrough */
-static __always_inline int op_group(u32 cmd_flags)
-{
-	return iop_op_group(cmd_flags & IOP_REQ_OP_MASK);
-}
-
 /* Fields of a request read once per event. */
 struct rq_view {
 	u64 rq;
@@ -204,7 +198,29 @@ struct rq_view {
 	u32 cmd_flags;
 	u32 rq_flags;
 	u32 data_len;
+	u32 pt_accounted;   /* a passthrough request the kernel's iostats count */
 };
+
+/* diskstats group of a request (rq_logic.h), -1 for passthrough the kernel does not count */
+static __always_inline int op_group(const struct rq_view *v)
+{
+	return iop_op_group(v->cmd_flags & IOP_REQ_OP_MASK, v->pt_accounted);
+}
+
+/*
+ * Whether the kernel's iostats count a passthrough request: it set rq->part when it started
+ * accounting it (blk_account_io_start; cleared when the request is set up), which it does for
+ * passthrough only where it counts passthrough (5.5-5.17; 6.13+ per disk). From 6.11 the
+ * request also carries RQF_IO_STAT only when counted.
+ */
+static __always_inline u32 pt_accounted(u32 rq_flags, const void *part)
+{
+	unsigned int io_stat = iop_rqf_io_stat();
+
+	if (!part)
+		return 0;
+	return !io_stat || (rq_flags & io_stat);
+}
 
 /* tp_btf: the request is a trusted BTF pointer, so plain loads (CO-RE relocated) are enough. */
 static __always_inline void rq_read_btf(struct request *rq, u64 rq_addr, struct rq_view *v)
@@ -225,6 +241,9 @@ static __always_inline void rq_read_btf(struct request *rq, u64 rq_addr, struct 
 	v->rq_flags = rq->rq_flags;
 	v->data_len = rq->__data_len;
 	v->kdev = 0;
+	v->pt_accounted = 0;
+	if (iop_op_passthrough(v->cmd_flags & IOP_REQ_OP_MASK))
+		v->pt_accounted = pt_accounted(v->rq_flags, rq->part);
 	if (!rollup_partitions) {
 		/* rq->part is only set when the disk keeps iostats; the bio knows its partition */
 		part = rq->part;
@@ -251,6 +270,9 @@ static __always_inline void rq_read_core(struct request *rq, struct rq_view *v)
 	v->rq_flags = BPF_CORE_READ(rq, rq_flags);
 	v->data_len = BPF_CORE_READ(rq, __data_len);
 	v->kdev = 0;
+	v->pt_accounted = 0;
+	if (iop_op_passthrough(v->cmd_flags & IOP_REQ_OP_MASK))
+		v->pt_accounted = pt_accounted(v->rq_flags, BPF_CORE_READ(rq, part));
 	if (!rollup_partitions) {
 		part = BPF_CORE_READ(rq, part);
 		if (!part && bpf_core_field_exists(rq->bio->bi_bdev))
@@ -462,10 +484,10 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 	int grp, slot;
 	bool reissue;
 
-	grp = op_group(v->cmd_flags);
+	grp = op_group(v);
 	if (grp < 0)
-		return 0;     /* passthrough: not IO in diskstats */
-	if (bio_records && v->bio) {
+		return 0;     /* passthrough the kernel does not count: not IO in diskstats */
+	if (bio_records && v->bio && !v->pt_accounted) {
 		q = take_bio(v->bio, &opf);
 		if (!q)
 			global_inc(IOP_G_NO_BIO_TS);
@@ -483,7 +505,7 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 	slot = dev_slot(v->kdev);
 	if (r) {
 		r->q_ns = q;
-		r->bytes = v->data_len;
+		r->bytes = iop_stat_bytes(v->data_len);
 		r->opf = opf;
 		r->seek_class = 0;
 		r->timed = 0;
@@ -497,8 +519,8 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 	}
 	if (slot < 0 || !r)
 		return 0;
-	if (grp != IOP_OP_READ && grp != IOP_OP_WRITE)
-		return 0;
+	if ((grp != IOP_OP_READ && grp != IOP_OP_WRITE) || v->pt_accounted)
+		return 0;   /* no position: a passthrough command's sector means nothing */
 	base = slot_data(slot);
 	if (!base)
 		return 0;
@@ -553,10 +575,10 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 	struct iop_rq_rec *r;
 	u64 now = bpf_ktime_get_ns(), *base, q, d;
 	u32 opf = v->cmd_flags;
-	int slot, grp = op_group(v->cmd_flags);
+	int slot, grp = op_group(v);
 
 	if (grp < 0)
-		return 0;     /* passthrough: not IO in diskstats */
+		return 0;     /* passthrough the kernel does not count: not IO in diskstats */
 	/* the device's slot now, not the one at dispatch: a released slot may serve another disk */
 	slot = dev_slot(v->kdev);
 	if (slot < 0)
@@ -567,13 +589,13 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 	if (nr_bytes < v->data_len) {
 		/* partial completion: more of this request follows */
 		if (grp != IOP_OP_FLUSH)
-			cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
+			cnt_add(base, IOP_C_BYTES + grp, iop_stat_bytes(nr_bytes));
 		return 0;
 	}
 	r = find_rq(v->rq);
 	/* The data part of a PREFLUSH/FUA sequence ends once more when the sequence is done. */
 	if ((v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH) {
-		cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
+		cnt_add(base, IOP_C_BYTES + grp, iop_stat_bytes(nr_bytes));
 		if (r && !r->timed && r->d_ns)
 			record_timing(base, r, grp, r->d_ns, now);
 		return 0;
@@ -585,7 +607,7 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 			return 0; /* the sweep or a later dispatch already counted this IO */
 	}
 	if (grp != IOP_OP_FLUSH)
-		cnt_add(base, IOP_C_BYTES + grp, nr_bytes);
+		cnt_add(base, IOP_C_BYTES + grp, iop_stat_bytes(nr_bytes));
 	if (error)
 		cnt_add(base, IOP_C_ERRORS + grp, 1);
 	if (r && !r->timed)
@@ -616,7 +638,7 @@ static __always_inline int on_rq_requeue(struct rq_view *v)
 	int slot;
 	u64 *base;
 
-	if (op_group(v->cmd_flags) < 0)
+	if (op_group(v) < 0)
 		return 0;
 	r = find_rq(v->rq);
 	if (r)

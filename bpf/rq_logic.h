@@ -17,17 +17,33 @@
 /*
  * The /proc/diskstats group of an op (block/blk-core.c op_stat_group): only DISCARD is a
  * discard; SECURE_ERASE, WRITE_ZEROES and the zone ops are writes (odd ops write); FLUSH is
- * its own group. Passthrough (smartctl, nvme-cli, SG_IO) is not IO in diskstats: -1.
+ * its own group. A passthrough request (SCSI commands the sd driver or SG_IO sends,
+ * virtio-blk's ID request, NVMe passthrough on a namespace) is IO in diskstats only where
+ * the kernel accounts it, a read or a write by the op's direction: from 5.5 to 5.17 every
+ * one it issues with iostats on, from 6.13 those of a disk with iostats_passthrough set;
+ * pt_accounted says whether this one was (the caller knows: the kernel set its rq->part).
+ * Otherwise -1: not IO in diskstats.
  */
-static inline int iop_op_group(unsigned int op)
+static inline int iop_op_group(unsigned int op, int pt_accounted)
 {
 	if (op >= IOP_REQ_OP_FIRST_PASSTHROUGH)
-		return -1;
+		return pt_accounted ? ((op & 1) ? IOP_OP_WRITE : IOP_OP_READ) : -1;
 	if (op == IOP_REQ_OP_FLUSH)
 		return IOP_OP_FLUSH;
 	if (op == IOP_REQ_OP_DISCARD)
 		return IOP_OP_DISCARD;
 	return (op & 1) ? IOP_OP_WRITE : IOP_OP_READ;
+}
+
+static inline int iop_op_passthrough(unsigned int op)
+{
+	return op >= IOP_REQ_OP_FIRST_PASSTHROUGH;
+}
+
+/* Bytes /proc/diskstats adds for one completion of nr_bytes: whole sectors (bytes >> 9). */
+static inline unsigned int iop_stat_bytes(unsigned int nr_bytes)
+{
+	return nr_bytes & ~511u;
 }
 
 /*

@@ -14,27 +14,51 @@ enum {
 
 START_TEST(test_groups_as_diskstats)
 {
-	ck_assert_int_eq(iop_op_group(OP_READ), IOP_OP_READ);
-	ck_assert_int_eq(iop_op_group(OP_WRITE), IOP_OP_WRITE);
-	ck_assert_int_eq(iop_op_group(OP_FLUSH), IOP_OP_FLUSH);
-	ck_assert_int_eq(iop_op_group(OP_DISCARD), IOP_OP_DISCARD);
+	ck_assert_int_eq(iop_op_group(OP_READ, 0), IOP_OP_READ);
+	ck_assert_int_eq(iop_op_group(OP_WRITE, 0), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_FLUSH, 0), IOP_OP_FLUSH);
+	ck_assert_int_eq(iop_op_group(OP_DISCARD, 0), IOP_OP_DISCARD);
 	/* op_stat_group: only REQ_OP_DISCARD is a discard; the rest go by direction */
-	ck_assert_int_eq(iop_op_group(OP_SECURE_ERASE), IOP_OP_WRITE);
-	ck_assert_int_eq(iop_op_group(OP_WRITE_ZEROES), IOP_OP_WRITE);
-	ck_assert_int_eq(iop_op_group(OP_ZONE_APPEND), IOP_OP_WRITE);
-	ck_assert_int_eq(iop_op_group(OP_ZONE_OPEN), IOP_OP_WRITE);
-	ck_assert_int_eq(iop_op_group(OP_ZONE_RESET), IOP_OP_WRITE);
-	ck_assert_int_eq(iop_op_group(OP_ZONE_RESET_ALL), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_SECURE_ERASE, 0), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_WRITE_ZEROES, 0), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_ZONE_APPEND, 0), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_ZONE_OPEN, 0), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_ZONE_RESET, 0), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_ZONE_RESET_ALL, 0), IOP_OP_WRITE);
 }
 END_TEST
 
 START_TEST(test_passthrough_is_not_io)
 {
-	ck_assert_int_eq(iop_op_group(OP_DRV_IN), -1);
-	ck_assert_int_eq(iop_op_group(OP_DRV_OUT), -1);
-	ck_assert_int_eq(iop_op_group(OP_SCSI_IN), -1);
-	ck_assert_int_eq(iop_op_group(OP_SCSI_OUT), -1);
-	ck_assert_int_eq(iop_op_group(255), -1);
+	ck_assert_int_eq(iop_op_group(OP_DRV_IN, 0), -1);
+	ck_assert_int_eq(iop_op_group(OP_DRV_OUT, 0), -1);
+	ck_assert_int_eq(iop_op_group(OP_SCSI_IN, 0), -1);
+	ck_assert_int_eq(iop_op_group(OP_SCSI_OUT, 0), -1);
+	ck_assert_int_eq(iop_op_group(255, 0), -1);
+}
+END_TEST
+
+START_TEST(test_passthrough_the_kernel_accounts_is_io_by_direction)
+{
+	/* 5.5-5.17, and 6.13+ with iostats_passthrough: diskstats counts it by op_is_write */
+	ck_assert_int_eq(iop_op_group(OP_DRV_IN, 1), IOP_OP_READ);
+	ck_assert_int_eq(iop_op_group(OP_DRV_OUT, 1), IOP_OP_WRITE);
+	ck_assert_int_eq(iop_op_group(OP_SCSI_IN, 1), IOP_OP_READ);
+	ck_assert_int_eq(iop_op_group(OP_SCSI_OUT, 1), IOP_OP_WRITE);
+	/* the flag says nothing about the others */
+	ck_assert_int_eq(iop_op_group(OP_FLUSH, 1), IOP_OP_FLUSH);
+	ck_assert_int_eq(iop_op_group(OP_READ, 1), IOP_OP_READ);
+	ck_assert(iop_op_passthrough(OP_DRV_IN) && iop_op_passthrough(OP_SCSI_OUT));
+	ck_assert(!iop_op_passthrough(OP_ZONE_RESET_ALL) && !iop_op_passthrough(OP_READ));
+}
+END_TEST
+
+START_TEST(test_stat_bytes_are_whole_sectors)
+{
+	/* an INQUIRY of 36 bytes adds no sector; a data IO is always whole sectors */
+	ck_assert_uint_eq(iop_stat_bytes(36), 0);
+	ck_assert_uint_eq(iop_stat_bytes(4096), 4096);
+	ck_assert_uint_eq(iop_stat_bytes(1024 + 100), 1024);
 }
 END_TEST
 
@@ -72,6 +96,8 @@ int main(void)
 
 	tcase_add_test(tc, test_groups_as_diskstats);
 	tcase_add_test(tc, test_passthrough_is_not_io);
+	tcase_add_test(tc, test_passthrough_the_kernel_accounts_is_io_by_direction);
+	tcase_add_test(tc, test_stat_bytes_are_whole_sectors);
 	tcase_add_test(tc, test_busy_redispatch_is_the_same_io);
 	tcase_add_test(tc, test_new_io_in_a_recycled_request_is_a_lost_completion);
 	suite_add_tcase(s, tc);

@@ -22,6 +22,8 @@ import threading
 import time
 import traceback
 
+import passthrough
+
 DRIVERS = ["nvme", "megaraid_sas", "ahci", "sd_mod", "virtio_scsi", "virtio_blk",
            "dm_mod", "raid1", "bfq"]
 # controller name -> the driver that binds somewhere above its disk in sysfs
@@ -34,6 +36,7 @@ CONTROLLER_DRIVER = {
 }
 OPS = ("read", "write", "discard", "flush")
 COVERAGE_GOAL = 0.9995
+PASSTHROUGH_N = 5     # passthrough commands sent in each controller cell
 
 
 def log(msg):
@@ -374,8 +377,12 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
             "features": feats, "jobs": {}, "reasons": []}
     set_scheduler(disk, sched)
     sync = {}
-    before, after, ivs = window(daemon, [disk], lambda: sync.update(n=run_jobs(
-        cell, workloads(disk, ARGS.seconds, ARGS.fio_size))))
+
+    def body():
+        cell["passthrough"] = send_passthrough(disk, ctl)
+        sync.update(n=run_jobs(cell, workloads(disk, ARGS.seconds, ARGS.fio_size)))
+
+    before, after, ivs = window(daemon, [disk], body)
     fio_sync = sync["n"]
     st, reasons = disk_counts(ivs, disk, before[disk], after[disk])
     st.pop("requeues")
@@ -404,6 +411,17 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
     if io_sync != fio_sync and not cell["sync_off"]:
         r.append(f"sync calls {io_sync} != fio {fio_sync}")
     return cell
+
+
+def send_passthrough(disk, ctl):
+    """PASSTHROUGH_N passthrough commands on the idle disk (passthrough.py), and how many of
+    them the kernel counted in /proc/diskstats (5.10 counts them, 6.1 and 6.12 do not)."""
+    ds0 = wait_idle(disk)
+    kind = passthrough.send(disk, ctl, PASSTHROUGH_N)
+    ds1 = wait_idle(disk)
+    counted = sum(ds1[op] - ds0[op] for op in OPS)
+    log(f"{disk}: {PASSTHROUGH_N} x {kind}; diskstats counted {counted}")
+    return {"sent": PASSTHROUGH_N, "kind": kind, "diskstats": counted}
 
 
 # ---------------------------------------------------------------------- extra cells --
