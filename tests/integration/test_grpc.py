@@ -252,12 +252,15 @@ def test_slow_subscriber_gets_merged_updates_without_losing_counts(loopdev, daem
           + ", ".join(f"({s},{m},{a:.2f})" for s, m, a in after_pause[:6]))
     assert got == want > 0
     assert merged, "a subscriber 10 s behind got no merged Update"
-    assert merged[0].merged >= 5
+    # the stall's Update; on a loaded machine a send that took over an interval before the
+    # pause may already have merged two or three
+    stall = max(merged, key=lambda u: u.merged)
+    assert stall.merged >= 5, f"merged Updates {[(u.first_seq, u.seq) for u in merged]}"
     # Data older than an interval reaches it only from what sat in the HTTP/2 windows: how
     # many Updates those hold is the client library's window sizing (seen: 2 with grpcio 1.51,
     # 3 with 1.85), not the daemon's. The daemon's part: the stall reached the subscriber
     # mostly as one merged Update, not as a backlog of one Update per interval.
-    assert len(stale) < merged[0].merged, \
+    assert len(stale) < stall.merged, \
         f"stale Updates after the pause {stale}, more than the merged one held"
     assert max(a for s, m, a in after_pause if m > 1) <= 2.5
 
