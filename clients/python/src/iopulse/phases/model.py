@@ -1,14 +1,28 @@
 """Phases of a run: from the daemons' marks (exact: their edges are interval edges) or
-imported from a tool's output (edges on the wall clock, accurate to what the tool says)."""
+imported from a tool's output (edges on the wall clock, accurate to what the tool says).
+
+This module reads a run through the small interface below (RunLike) and imports nothing from
+iopulse.record: the run file's reader imports it (Run.phases), not the other way round.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol, Sequence
 
 from ..model import PhaseMark
 
-if TYPE_CHECKING:
-    from ..record.reader import Run
+
+class HostLike(Protocol):
+    """What phases_of_run reads of a host (iopulse.record.Host)."""
+    index: int
+    marks: list[PhaseMark]
+    windows: Sequence[Any]      # Windows or Updates: *_monotonic_ns, *_realtime_ns
+
+
+class RunLike(Protocol):
+    """What phases_of_run reads of a run (iopulse.record.Run)."""
+    events: list[dict[str, Any]]
+    hosts: Sequence[HostLike]
 
 
 @dataclass
@@ -74,7 +88,7 @@ class Phase:
                 "abandoned": self.abandoned}
 
 
-def _host_phases(marks: list[PhaseMark], windows: list[Any], extra: list[PhaseMark]
+def _host_phases(marks: list[PhaseMark], windows: Sequence[Any], extra: list[PhaseMark]
                  ) -> list[tuple[Any, Optional[Any], Optional[Any]]]:
     """(begin mark, end mark or None, last window) in begin order for one host: the marks
     in its Updates, and those the recorder noted from the daemon's answers (extra)."""
@@ -89,7 +103,7 @@ def _host_phases(marks: list[PhaseMark], windows: list[Any], extra: list[PhaseMa
     return [(begins[i], ends.get(i), last) for i in sorted(begins)]
 
 
-def phases_of_run(run: "Run") -> list[Phase]:
+def phases_of_run(run: RunLike) -> list[Phase]:
     """Marked phases matched across hosts (same name and labels, n-th occurrence), then the
     imported ones, in start order."""
     merged: dict[tuple[Any, int], Phase] = {}

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Optional
 
 from .._pb import iopulse_pb2 as pb
 from ..model import Info, PhaseMark, Update
+from ..phases.model import Phase, phases_of_run
 from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, MAX_HOSTS,
                       MAX_RECORD, read_varint, split_host)
 
@@ -85,10 +86,8 @@ class Run:
             self.hosts.append(Host(len(self.hosts), run=self))
         return self.hosts[index]
 
-    def phases(self) -> list[Any]:
-        """The run's phases (iopulse.phases.Phase), from its marks and imported phases."""
-        from ..phases.model import phases_of_run
-
+    def phases(self) -> list[Phase]:
+        """The run's phases, from its marks and imported phases."""
         return phases_of_run(self)
 
     def iter_updates(self) -> Iterator[tuple[int, Any]]:
