@@ -45,6 +45,9 @@ def test_every_vector_line():
             k, q, want = int(f[1]), float(f[2]), int(f[3])
             assert hist is not None and hist.precision == k, f"{where}: no sample set of k={k}"
             assert hist.percentile(q) == want, f"{where}: p{f[2]} of {hist}"
+            # several at once, in one pass, give the same (in any order, repeated)
+            assert hist.percentiles([100.0, q, 0.5, q]) == \
+                [hist.percentile(100.0), want, hist.percentile(0.5), want], where
         else:
             pytest.fail(f"{where}: unknown line kind {kind!r}")
         checked[kind] += 1
@@ -102,6 +105,12 @@ def test_summary_values():
     d = h.to_dict()
     assert d["buckets"] == [[lo_b, 3], [hi_b, 1]] and d["precision"] == 5 and d["count"] == 4
     assert d["p50"] == bucket_mid(lo_b, 5) and d["max"] == h.max
+
+
+def test_percentiles_of_an_empty_histogram_and_bad_q():
+    assert Histogram(5).percentiles([50, 99]) == [None, None]
+    with pytest.raises(ValueError):
+        Histogram.from_values(5, [1, 2]).percentiles([50, 0])
 
 
 def test_empty_histogram():

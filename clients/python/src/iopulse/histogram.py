@@ -226,6 +226,27 @@ class Histogram:
                 return bucket_mid(i, self.precision)
         raise AssertionError("unreachable: rank exceeds count")
 
+    def percentiles(self, qs: Iterable[float]) -> list[Optional[int]]:
+        """percentile(q) of each q, in one pass over the buckets; Nones when empty."""
+        qs = list(qs)
+        for q in qs:
+            if not 0.0 < q <= 100.0:
+                raise ValueError(f"percentile {q} is outside (0, 100]")
+        n = self.count
+        if not n:
+            return [None] * len(qs)
+        want = sorted((rank(q, n), j) for j, q in enumerate(qs))
+        out: list[Optional[int]] = [None] * len(qs)
+        w, seen = 0, 0
+        for i, c in self.buckets():
+            seen += c
+            while w < len(want) and seen >= want[w][0]:
+                out[want[w][1]] = bucket_mid(i, self.precision)
+                w += 1
+            if w == len(want):
+                break
+        return out
+
     def cdf(self) -> list[tuple[int, float]]:
         """(bucket upper bound, fraction of values <= it) for each non-empty bucket, rising;
         the last fraction is 1.0. Empty list when empty."""
