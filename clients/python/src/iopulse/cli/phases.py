@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from ..phases.importing import ImportRefused, check
 from ..record.reader import load
 from ..record.writer import append_json
 from .common import EXIT_OK, EXIT_USAGE, printable
@@ -18,12 +19,21 @@ EXAMPLES = """examples:
   iopulse phases import run1.iopulse fio-output.json
   iopulse phases import run1.iopulse rados-bench-write.txt --end-time 2026-11-23T10:15:00Z
   iopulse phases import run1.iopulse /srv/cbt/archive/
+  iopulse phases import run1.iopulse fio-output.json --replace --trim-edges
 
 For runs recorded without live marks (or a tool that ran elsewhere): the phases are added to
 the run file and reports use them. Their edges are on the wall clock and as accurate as the
 tool's output allows, which the report states per phase: fio >= 3.36 JSON (job_start) 1 ms;
-older fio JSON 0.5 s for the last stonewall group, 0.5 s more per group before it; rados bench output 1 s with its dated latency
-lines, else 5 s from the file's time; a CBT archive from the outputs in each run directory."""
+older fio JSON 0.5 s for the last stonewall group, 0.5 s more per group before it; rados
+bench output 1 s with its dated latency lines, else 5 s from the file's time; a CBT archive
+from the outputs in each run directory.
+
+Refused (exit 2, nothing added): a file with a phase outside the recorded time by more than
+its accuracy (another run's output); a phase already imported into the run (same name and
+labels, overlapping): --replace withdraws the earlier import and adds this one. Said on
+stderr: a phase whose two edge errors are more than 10% of it (its neighbours' IO can be
+counted in it; --trim-edges moves each edge inward by its error), a phase of the same name
+already marked live."""
 CONNECTS = False
 
 
@@ -38,6 +48,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--end-time", default=None, metavar="TIME",
                    help="rados bench output without dated lines: when the last run ended "
                         "(ISO 8601, e.g. 2026-11-23T10:15:00Z; default: the file's time)")
+    s.add_argument("--replace", action="store_true",
+                   help="import: phases already imported into the run are withdrawn and "
+                        "imported again from SOURCE (default: refused)")
+    s.add_argument("--trim-edges", action="store_true",
+                   help="import: move each edge of a phase inward by its stated accuracy, so "
+                        "that IO of the phases beside it is not counted in it")
     s.add_argument("--json", action="store_true", help="list: one JSON object per phase")
 
 
@@ -101,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
                 when = time.strftime("%H:%M:%S", time.localtime(p.start_real_ns / 1e9))
             except (OverflowError, OSError, ValueError):     # a time no clock can show
                 when = "?"
-            how = "exact" if p.exact else f"{p.source}, +-{p.accuracy_s:g}s"
+            how = "exact" if p.exact else f"{p.source}, +-{p.accuracy_s:g}s" + (
+                f", trimmed {p.trimmed_s:g}s" if p.trimmed_s else "")
             print(f"{'  ' * p.depth}{p.name:24} {when} {p.duration_s:8.1f}s  {how}"
                   f"{'  abandoned' if p.abandoned else ''}  {p.label_text()}")
         return EXIT_OK
@@ -113,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
               "only be added to a complete run", file=sys.stderr)
         return EXIT_USAGE
     events: list[dict[str, Any]] = []
+    existing = r.phases()
+    start, end = r.span_realtime_ns()
     for src in args.sources:
         try:
             got = phases_from(src, args.format, args.end_time)
@@ -137,7 +156,23 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         for e in got:
             e["imported_from"] = os.path.abspath(src)
+        try:
+            checked = check(events + got, existing, start, end, replace=args.replace,
+                            trim=args.trim_edges)
+        except ImportRefused as e:
+            print(f"iopulse phases import: {printable(src)}: {printable(str(e))}",
+                  file=sys.stderr)
+            return EXIT_USAGE
         events += got
-        print(f"{src}: {len(got)} phase(s)", file=sys.stderr)
-    append_json(args.run, events)
+        print(f"{printable(src)}: {len(got)} phase(s)", file=sys.stderr)
+    for note in checked.notes:
+        print(f"iopulse phases import: {printable(note)}", file=sys.stderr)
+    records: list[dict[str, Any]] = []
+    if checked.withdraw:
+        records.append({"type": "withdraw", "phases": checked.withdraw,
+                        "realtime_ns": time.time_ns(),
+                        "reason": "imported again (phases import --replace)"})
+        print(f"{len(checked.withdraw)} phase(s) imported before are replaced",
+              file=sys.stderr)
+    append_json(args.run, records + checked.events)
     return EXIT_OK

@@ -43,6 +43,7 @@ class Phase:
     source: str = "mark"        # mark, fio-json, rados-bench, cbt, ...
     exact: bool = True          # edges are interval edges
     accuracy_s: float = 0.0     # imported phases: how far an edge may be off
+    trimmed_s: float = 0.0      # imported with --trim-edges: each edge moved this far inward
     parent: Optional[str] = None
     depth: int = 0
     hosts: dict[int, Edges] = field(default_factory=dict)
@@ -82,7 +83,8 @@ class Phase:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "labels": dict(self.labels), "source": self.source,
-                "exact": self.exact, "accuracy_s": self.accuracy_s, "parent": self.parent,
+                "exact": self.exact, "accuracy_s": self.accuracy_s,
+                "trimmed_s": self.trimmed_s, "parent": self.parent,
                 "depth": self.depth, "start_realtime_ns": self.start_real_ns,
                 "end_realtime_ns": self.end_real_ns, "duration_s": self.duration_s,
                 "abandoned": self.abandoned}
@@ -101,6 +103,25 @@ def _host_phases(marks: list[PhaseMark], windows: Sequence[Any], extra: list[Pha
             begins.setdefault(m.id, m)
     last = windows[-1] if windows else None
     return [(begins[i], ends.get(i), last) for i in sorted(begins)]
+
+
+def _identity(ev: dict[str, Any]) -> tuple[Any, ...]:
+    return (str(ev.get("name")), tuple(sorted((str(k), str(v)) for k, v in
+                                              dict(ev.get("labels", {})).items())),
+            ev.get("start_realtime_ns"), ev.get("end_realtime_ns"))
+
+
+def imported_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The 'phase' events in file order, without those a later 'withdraw' event names (an
+    import with --replace withdraws the earlier import of the same phases)."""
+    out: list[dict[str, Any]] = []
+    for ev in events:
+        if ev.get("type") == "phase":
+            out.append(ev)
+        elif ev.get("type") == "withdraw":
+            gone = {_identity(w) for w in ev.get("phases", []) if isinstance(w, dict)}
+            out = [e for e in out if _identity(e) not in gone]
+    return out
 
 
 def phases_of_run(run: RunLike) -> list[Phase]:
@@ -143,12 +164,12 @@ def phases_of_run(run: RunLike) -> list[Phase]:
     for p in out:
         first = next(iter(p.hosts.values()))
         p.start_real_ns, p.end_real_ns = first.start_real_ns, first.end_real_ns
-    for ev in run.events:
-        if ev.get("type") == "phase":
-            out.append(Phase(ev["name"], dict(ev.get("labels", {})), ev.get("source", "import"),
-                             exact=False, accuracy_s=float(ev.get("accuracy_s", 0.0)),
-                             parent=ev.get("parent"), start_real_ns=int(ev["start_realtime_ns"]),
-                             end_real_ns=int(ev["end_realtime_ns"])))
+    for ev in imported_events(run.events):
+        out.append(Phase(ev["name"], dict(ev.get("labels", {})), ev.get("source", "import"),
+                         exact=False, accuracy_s=float(ev.get("accuracy_s", 0.0)),
+                         trimmed_s=float(ev.get("trimmed_s", 0.0)),
+                         parent=ev.get("parent"), start_real_ns=int(ev["start_realtime_ns"]),
+                         end_real_ns=int(ev["end_realtime_ns"])))
     by_name = {p.name: p for p in out}
     for p in out:
         d, q = 0, p

@@ -77,6 +77,18 @@ class Run:
     def complete(self) -> bool:
         return not self.damage and self.end is not None
 
+    def span_realtime_ns(self) -> tuple[int, int]:
+        """The wall-clock time the run holds data for: from the earliest Update's start to
+        the latest Update's end over all hosts (replayed history included); without Updates,
+        from the header's creation to the end record (0, 0 if neither is known)."""
+        starts = [min(w.start_realtime_ns for w in h.windows) for h in self.hosts if h.windows]
+        ends = [max(w.end_realtime_ns for w in h.windows) for h in self.hosts if h.windows]
+        if starts:
+            return min(starts), max(ends)
+        s = int(self.header.get("created_realtime_ns") or 0)
+        e = int((self.end or {}).get("realtime_ns") or 0)
+        return s, max(s, e)
+
     def host(self, index: int) -> Host:
         """Host index, made if it is the next one; an index beyond that is damage (a file
         cannot make the reader allocate millions of hosts)."""
@@ -214,6 +226,12 @@ def _check_event(obj: Any) -> None:
                              f"{typ.__name__}")
     if not isinstance(obj.get("labels", {}), dict):
         raise ValueError(f"{obj.get('type')} event: 'labels' is not an object")
+    if obj.get("type") == "withdraw":
+        phases = obj.get("phases")
+        if not isinstance(phases, list):
+            raise ValueError("withdraw event: 'phases' is not a list")
+        for p in phases:
+            _check_event(dict(p, type="phase") if isinstance(p, dict) else p)
 
 
 def _add(run: Run, kind: bytes, payload: bytes) -> None:
