@@ -11,7 +11,7 @@ from .client import DEFAULT_TARGET, Client, Phase, RetryPolicy, Subscription, pa
 from .errors import (Cancelled, DeadlineExceeded, InvalidArgument, IopulseError, NotFound,
                      PermissionDenied, ResourceExhausted, Unavailable)
 from .tls import TlsError, TlsFiles
-from .data import load
+from .data import Frames, load
 from .histogram import Histogram
 from .model import (AgentCost, DeviceInfo, DeviceStats, Drops, HistogramLayout, Info, OpStats,
                     PhaseMark, ServerLimits, SyncLatency, ThreadSync, Update)
@@ -21,5 +21,5 @@ from ._version import __version__
 __all__ = ["Client", "Subscription", "Phase", "RetryPolicy", "DEFAULT_TARGET", "parse_target",
            "Histogram", "Update", "DeviceStats", "OpStats", "ThreadSync", "SyncLatency", "PhaseMark", "Drops",
            "Info", "ServerLimits", "DeviceInfo", "HistogramLayout", "AgentCost", "IopulseError", "Unavailable",
-           "InvalidArgument", "NotFound", "PermissionDenied", "TlsFiles", "TlsError", "load", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
+           "InvalidArgument", "NotFound", "PermissionDenied", "TlsFiles", "TlsError", "load", "Frames", "ResourceExhausted", "DeadlineExceeded", "Cancelled",
            "__version__"]

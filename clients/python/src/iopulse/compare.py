@@ -5,7 +5,9 @@ The rule (README, "Comparing runs"): with at least two runs on each side, Welch'
 the per-run values; a change is flagged when p < alpha (0.05) and it is at least min_change
 (10%). With a single run on a side there is no run-to-run spread to measure and nothing is
 flagged: the change is shown, with the within-run spread of the phase's intervals (p from
-Welch's test on per-interval values) for orientation only. Measured on this machine, two
+Welch's test on per-interval values) for orientation only. Either way a run's value is the
+report's (report/metrics.py: the phase's counts over its seconds, percentiles of its merged
+buckets), never an average of interval values. Measured on this machine, two
 single repeats of one fio job differed by 26% in IOPS at an interval p of 0.002: intervals
 of one run say nothing about the next run.
 
@@ -21,13 +23,17 @@ from typing import Any, Optional
 
 from .phases.model import Phase
 from .record.reader import Run
-from .report.metrics import PhaseAgg, device_values, phase_rows
+from .report.aggregate import ALL, PhaseAgg
+from .report.metrics import op_figures, phase_rows
 from .stats import mean, welch
 
 # (key, header, True when higher is better)
 METRICS = [("iops", "IOPS", True), ("mbps", "MB/s", True), ("qwait_p99", "qwait p99", False),
            ("svc_p50", "svc p50", False), ("svc_p99", "svc p99", False),
            ("total_p99", "total p99", False)]
+# each metric's figure in report/metrics.py
+FIGURE = {"iops": "ios_per_s", "mbps": "mb_per_s", "qwait_p99": "qwait_p99_ns",
+          "svc_p50": "svc_p50_ns", "svc_p99": "svc_p99_ns", "total_p99": "total_p99_ns"}
 MIN_INTERVAL_IOS = 20
 
 
@@ -38,7 +44,7 @@ class Change:
     host: str
     device: str
     metric: str
-    base: list[float]
+    base: list[float]               # the value of each run, as its report gives it
     other: list[float]
     basis: str                      # "runs", or "intervals" (one run a side: never flagged)
     p: Optional[float] = None
@@ -95,10 +101,12 @@ def _host_key(run: Run, host: str) -> str:
 
 
 def _per_run(run: Run) -> dict[Key, dict[str, Optional[float]]]:
+    """Each metric of each phase x host x device as the run's report gives it."""
     phases = _keyed_phases(run)
     pos = {id(p): k for k, p in phases}
     rows, _ = phase_rows(run, [p for _, p in phases])
-    return {(*pos[id(r.phase)], _host_key(run, r.host), r.device): r.values for r in rows}
+    return {(*pos[id(r.phase)], _host_key(run, r.host), r.device):
+            {m: r.values[FIGURE[m]] for m, _, _ in METRICS} for r in rows}
 
 
 def _per_interval(run: Run) -> dict[Key, dict[str, list[float]]]:
@@ -112,14 +120,15 @@ def _per_interval(run: Run) -> dict[Key, dict[str, list[float]]]:
         one = PhaseAgg()
         one.add(u)
         for dname, a in one.devices.items():
-            v = device_values(a, one.seconds)
+            v = op_figures(a.op(ALL), one.seconds)
             if (v["ios"] or 0) < MIN_INTERVAL_IOS:
                 continue
             for k in inside:
                 d = out.setdefault((*k, names[host], dname), {})
                 for m, _, _ in METRICS:
-                    if v[m] is not None:
-                        d.setdefault(m, []).append(v[m])
+                    x = v[FIGURE[m]]
+                    if x is not None:
+                        d.setdefault(m, []).append(float(x))
     return out
 
 
@@ -133,25 +142,26 @@ def _labels(runs: list[Run]) -> dict[tuple[str, int], dict[str, str]]:
 
 def compare(base: list[Run], other: list[Run], *, min_change: float = 10.0,
             alpha: float = 0.05) -> list[Change]:
-    """Every metric of every phase x host x device present on both sides."""
+    """Every metric of every phase x host x device present on both sides: each run's value,
+    and with one run on a side, p from the phases' intervals (shown, never flagged)."""
     by_runs = len(base) >= 2 and len(other) >= 2
-    if by_runs:
-        bv = [_per_run(r) for r in base]
-        ov = [_per_run(r) for r in other]
+    bv = [_per_run(r) for r in base]
+    ov = [_per_run(r) for r in other]
 
-        def side(vals: list[dict[Key, dict[str, Optional[float]]]], key: Key,
-                 m: str) -> list[float]:
-            return [float(v[key][m]) for v in vals if key in v and v[key][m] is not None]
-        keys = sorted(set().union(*bv) & set().union(*ov))
-        bget = lambda k, m: side(bv, k, m)  # noqa: E731
-        oget = lambda k, m: side(ov, k, m)  # noqa: E731
+    def side(vals: list[dict[Key, dict[str, Optional[float]]]], key: Key,
+             m: str) -> list[float]:
+        return [float(x) for v in vals if key in v for x in (v[key][m],) if x is not None]
+    keys = sorted(set().union(*bv) & set().union(*ov))
+    bget = lambda k, m: side(bv, k, m)  # noqa: E731
+    oget = lambda k, m: side(ov, k, m)  # noqa: E731
+    if by_runs:
+        bp, op_ = bget, oget
         a, need = alpha, min_change
     else:
         bi = _merge_intervals([_per_interval(r) for r in base])
         oi = _merge_intervals([_per_interval(r) for r in other])
-        keys = sorted(set(bi) & set(oi))
-        bget = lambda k, m: bi[k].get(m, [])  # noqa: E731
-        oget = lambda k, m: oi[k].get(m, [])  # noqa: E731
+        bp = lambda k, m: bi.get(k, {}).get(m, [])  # noqa: E731
+        op_ = lambda k, m: oi.get(k, {}).get(m, [])  # noqa: E731
         a, need = -1.0, min_change     # p is shown, never flagged
     bl, ol = _labels(base), _labels(other)
     out: list[Change] = []
@@ -165,7 +175,7 @@ def compare(base: list[Run], other: list[Run], *, min_change: float = 10.0,
                 continue
             c = Change(key[0], key[1], key[2], key[3], m, b, o,
                        "runs" if by_runs else "intervals", labels_changed=diff)
-            w = welch(b, o)
+            w = welch(bp(key, m), op_(key, m))
             if w is not None:
                 c.p = w[2]
                 pct = c.change_pct

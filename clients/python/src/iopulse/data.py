@@ -1,19 +1,35 @@
-"""A run as tables: per interval x host x device x op, per phase x host x device, per phase x
-host x thread. interval_records() and friends need nothing beyond the base install (they
-feed `iopulse export --format csv|jsonl`); load() returns pandas DataFrames and needs the
-report extra (`pip install iopulse[report]`)."""
+"""A run as tidy tables: one record per phase x host x device x op, per interval x host x
+device x op, per phase x host x sync thread; phase labels and the device's class as columns of
+their own. The numbers are report/metrics.py's, the same as the report's and compare's.
+interval_records() and phase_records() need nothing beyond the base install (they feed
+`iopulse export --format csv|jsonl`); load() returns pandas DataFrames and needs the report
+extra (`pip install iopulse[report]`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Union
 
 from .histogram import Histogram
+from .phases.model import Phase
 from .record.reader import Run
 from .record.reader import load as load_run
-from .report.metrics import ALL_OPS, phase_rows
+from .report.aggregate import ALL, DATA_OPS, OPS, DeviceAgg, PhaseAgg, phase_histogram
+from .report.labels import LabelColumns, device_class
+from .report.metrics import DEVICE_KEYS, OP_KEYS, THREAD_KEYS, device_figures, is_float_key, \
+    op_figures, phase_rows
 
 EXTRA_HINT = ("needs the report extra: pip install 'iopulse[report]' (or Debian's "
               "python3-pandas and python3-matplotlib)")
+
+# the columns before the figures; the phase's label columns follow "labels"
+PHASE_HEAD = ["phase", "phase_index", "parent", "depth"]
+DEVICE_HEAD = ["host", "device", "device_class", "osd", "op", "labels", "start_ns", "end_ns",
+               "seconds"]
+INTERVAL_HEAD = ["host", "seq", "device", "device_class", "osd_id", "op", "labels",
+                 "start_ns", "end_ns", "seconds"]
+THREAD_HEAD = ["host", "thread", "process", "pid", "tid", "osd_id", "device", "disks",
+               "labels", "seconds"]
+FIGURE_KEYS = frozenset(OP_KEYS + DEVICE_KEYS + THREAD_KEYS)
 
 
 class MissingExtra(ImportError):
@@ -30,78 +46,146 @@ def require(module: str, what: str) -> Any:
         raise MissingExtra(f"{what} {EXTRA_HINT}; '{module}' is not installed") from None
 
 
-def _pct(idx: Any, cnt: Any, k: int, q: float) -> Optional[int]:
-    if not len(idx):
-        return None
-    return Histogram(k, idx, cnt).percentile(q)
+def _label_columns(phases: list[Phase], head: list[str]) -> LabelColumns:
+    taken = PHASE_HEAD + head + ["start", "end"] + OP_KEYS + DEVICE_KEYS + THREAD_KEYS
+    return LabelColumns([p.labels for p in phases], taken)
+
+
+def _phase_cols(p: Optional[Phase], index: Optional[int]) -> dict[str, Any]:
+    if p is None:
+        return {"phase": "", "phase_index": None, "parent": None, "depth": None}
+    return {"phase": p.name, "phase_index": index, "parent": p.parent, "depth": p.depth}
+
+
+def _label_cols(p: Optional[Phase], lc: LabelColumns) -> dict[str, Any]:
+    """The labels as text ('bs=128k iodepth=16') and as columns of their own."""
+    if p is None:
+        return {"labels": "", **lc.row({})}
+    return {"labels": p.label_text(), **lc.row(p.labels)}
+
+
+def _op_records(a: DeviceAgg, seconds: float, ops: tuple[str, ...]
+                ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(op, figures) of each op; the device's own figures on the 'all' record only."""
+    dev = device_figures(a, seconds)
+    none = dict.fromkeys(DEVICE_KEYS)
+    for op in ops:
+        yield op, {**op_figures(a.op(op), seconds), **(dev if op == ALL else none)}
+
+
+def phase_records(run: Run, phases: Optional[list[Phase]] = None, idle: bool = False
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(per phase x host x device x op, per phase x host x thread) records, every record with
+    the same keys. Ops: read, write, discard, flush and all (the data ops together: the
+    report's row); seeks, flushes, preflushes and the like belong to the device and are on
+    its 'all' record (None on the others)."""
+    phases = run.phases() if phases is None else phases
+    index = {id(p): n for n, p in enumerate(phases)}
+    rows, trows = phase_rows(run, phases, idle=idle)
+    lc = _label_columns(phases, DEVICE_HEAD + THREAD_HEAD)
+    dev: list[dict[str, Any]] = []
+    none = dict.fromkeys(DEVICE_KEYS)
+    for r in rows:
+        head = {**_phase_cols(r.phase, index[id(r.phase)]), "host": r.host,
+                "device": r.device, "device_class": r.device_class, "osd": r.osd}
+        labels = _label_cols(r.phase, lc)
+        for op in OPS:
+            dev.append({**head, "op": op, **labels, "start_ns": r.phase.start_real_ns,
+                        "end_ns": r.phase.end_real_ns, "seconds": r.seconds, **r.ops[op],
+                        **(r.device_only if op == ALL else none)})
+    thr: list[dict[str, Any]] = []
+    for t in trows:
+        th = t.thread
+        thr.append({**_phase_cols(t.phase, index[id(t.phase)]), "host": t.host,
+                    "thread": th.comm, "process": th.process, "pid": th.pid, "tid": th.tid,
+                    "osd_id": th.osd_id, "device": th.device, "disks": ",".join(th.disks),
+                    **_label_cols(t.phase, lc), "seconds": t.seconds, **t.values})
+    return dev, thr
 
 
 def interval_records(run: Run) -> Iterator[dict[str, Any]]:
-    """One record per interval x host x device x op with IO (also flushes)."""
+    """One record per interval x host x device x op with IO (flushes too), and the device's
+    'all' record (its data ops together, and its own figures); phase: the innermost phase
+    holding the interval. Rates are per second of that interval."""
     phases = run.phases()
+    index = {id(p): n for n, p in enumerate(phases)}
+    lc = _label_columns(phases, INTERVAL_HEAD)
+    infos = {h.index: {d.name: d for d in h.info.devices} if h.info is not None else {}
+             for h in run.hosts}
     for host, u in run.iter_updates():
         inside = [p for p in phases if p.contains(host, u)]
-        phase = max(inside, key=lambda p: p.depth).name if inside else ""
-        secs = (u.end_monotonic_ns - u.start_monotonic_ns) / 1e9
-        k = u.precision
+        phase = max(inside, key=lambda p: p.depth) if inside else None
+        pcols = _phase_cols(phase, index[id(phase)] if phase is not None else None)
+        labels = _label_cols(phase, lc)
+        one = PhaseAgg()
+        one.add(u)
         for d in u.devices:
-            for op in ALL_OPS:
-                s = getattr(d, op)
-                if not s.ios:
-                    continue
-                q, sv, t = s.queue_wait_ns, s.service_ns, s.total_ns
-                yield {
-                    "host": run.hosts[host].name, "seq": u.seq,
-                    "start_ns": u.start_realtime_ns, "end_ns": u.end_realtime_ns,
-                    "seconds": secs, "phase": phase, "device": d.name,
-                    "osd_id": d.osd_id if d.osd_id >= 0 else None, "op": op,
-                    "ios": s.ios, "bytes": s.bytes, "errors": s.errors,
-                    "iops": s.ios / secs if secs else None,
-                    "mbps": s.bytes / 1e6 / secs if secs else None,
-                    "qwait_p50_ns": _pct(q.index, q.count, k, 50),
-                    "qwait_p99_ns": _pct(q.index, q.count, k, 99),
-                    "svc_p50_ns": _pct(sv.index, sv.count, k, 50),
-                    "svc_p99_ns": _pct(sv.index, sv.count, k, 99),
-                    "total_p99_ns": _pct(t.index, t.count, k, 99),
-                }
-
-
-def phase_records(run: Run) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(per phase x host x device, per phase x host x thread) records."""
-    rows, trows = phase_rows(run)
-    dev = []
-    for r in rows:
-        d = r.to_dict()
-        d["labels"] = r.phase.label_text()
-        d["start_ns"], d["end_ns"] = r.phase.start_real_ns, r.phase.end_real_ns
-        dev.append(d)
-    thr = []
-    for t in trows:
-        d = t.to_dict()
-        d["labels"] = t.phase.label_text()
-        thr.append(d)
-    return dev, thr
+            a = one.devices[d.name]
+            ops = tuple(op for op in OPS if op != ALL and a.ops[op].ios)
+            if not ops:
+                continue
+            if any(a.ops[op].ios for op in DATA_OPS):
+                ops += (ALL,)
+            head = {**pcols, "host": run.hosts[host].name, "seq": u.seq, "device": d.name,
+                    "device_class": device_class(d.name, infos.get(host, {}).get(d.name)),
+                    "osd_id": d.osd_id if d.osd_id >= 0 else None}
+            times = {"start_ns": u.start_realtime_ns, "end_ns": u.end_realtime_ns,
+                     "seconds": one.seconds}
+            for op, figures in _op_records(a, one.seconds, ops):
+                yield {**head, "op": op, **labels, **times, **figures}
 
 
 @dataclass
 class Frames:
-    """A run as pandas DataFrames (see the module docstring)."""
+    """A run as pandas DataFrames (see load())."""
     intervals: Any
     phases: Any
     threads: Any
     run: Run
 
+    def histogram(self, phase: Union[str, Phase], host: Optional[str], device: str,
+                  op: str = ALL, metric: str = "total_ns") -> Histogram:
+        """The merged histogram of a phase (a name only one phase has, or one of
+        run.phases()) on a host (None: every host) of device, op (read, write, discard,
+        flush, or all: the data ops) and metric (queue_wait_ns, service_ns, total_ns,
+        size_bytes; with op 'all' also seek_distance_sectors, preflush_latency_ns,
+        fua_latency_ns). Percentiles of it are those of the report: h.percentile(99.9)."""
+        return phase_histogram(self.run, phase, host, device, op, metric)
+
+
+def _frame(pd: Any, records: list[dict[str, Any]]) -> Any:
+    """A DataFrame whose columns keep their types: rates and means float64 even when all
+    None; counts, percentiles and integer labels int64, or pandas' Int64 where some are
+    missing (a label some phases lack, a device figure on the 'all' rows only)."""
+    df = pd.DataFrame.from_records(records)
+    for col in df.columns:
+        if col in FIGURE_KEYS and is_float_key(col):
+            df[col] = df[col].astype("float64")
+            continue
+        vals = [r[col] for r in records if r.get(col) is not None]
+        if col in FIGURE_KEYS or col == "seconds":
+            ints = not is_float_key(col) and col != "seconds"
+        else:
+            ints = bool(vals) and all(isinstance(v, int) and not isinstance(v, bool)
+                                      for v in vals)
+        if ints:
+            df[col] = df[col].astype("int64" if len(vals) == len(records) else "Int64")
+        elif col == "seconds":
+            df[col] = df[col].astype("float64")
+    return df
+
 
 def load(path: str) -> Frames:
-    """The run file at path as DataFrames: intervals (interval x host x device x op),
-    phases (phase x host x device: the numbers of iopulse report), threads (phase x host x
-    sync thread). Times are pandas Timestamps (UTC) in 'start'/'end'."""
+    """The run file at path as DataFrames (the records of phase_records() and
+    interval_records()): phases (phase x host x device x op: the numbers of iopulse report),
+    intervals (interval x host x device x op), threads (phase x host x sync thread). Times
+    are also pandas Timestamps (UTC) in 'start'/'end'."""
     pd = require("pandas", "iopulse.load()")
     run = load_run(path)
-    iv = pd.DataFrame.from_records(list(interval_records(run)))
     dev, thr = phase_records(run)
-    ph = pd.DataFrame.from_records(dev)
-    th = pd.DataFrame.from_records(thr)
+    iv = _frame(pd, list(interval_records(run)))
+    ph = _frame(pd, dev)
+    th = _frame(pd, thr)
     for df in (iv, ph):
         if len(df):
             df["start"] = pd.to_datetime(df["start_ns"], unit="ns", utc=True)

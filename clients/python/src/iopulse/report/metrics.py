@@ -1,161 +1,191 @@
-"""Per phase x host x device numbers from a run: counts add up and histograms merge exactly
-over the phase's Updates, then rates divide by the summed windows."""
+"""Every figure of a run, computed in one place: from a phase's sums (aggregate.py), counts over
+the phase's seconds (never an average of per-interval rates) and percentiles from its merged
+histogram buckets. The report, compare, export and iopulse.load() all take their numbers from
+here.
+
+Keys carry their unit: _ns, _bytes, _sectors, _per_s, _pct; mb_per_s is 10^6 bytes per
+second, mib_per_s 2^20 (fio's MiB/s). Counts (ios, bytes, reads, flushes, calls, ...) are
+ints. A figure without data (no IO, no seconds) is None.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from ..histogram import Histogram, bucket_index, bucket_lower
-from ..model import device_where
+from ..histogram import bucket_index, bucket_lower
 from ..phases.model import Phase
 from ..record.reader import Run
+from .aggregate import (ALL, ALL_OPS, DATA_OPS, LATENCY_OPS, OPS, SYNC_CALLS, DeviceAgg,
+                        HistAcc, OpAgg, PhaseAgg, ThreadAgg, aggregate, osd_totals)
+from .labels import OSD, device_class
 
-ALL_OPS = ("read", "write", "flush", "discard")
-DATA_OPS = ("read", "write", "discard")
-LATENCY_OPS = ("read", "write")
+__all__ = ["ALL", "ALL_OPS", "DATA_OPS", "LATENCY_OPS", "OPS", "DEVICE_COLUMNS",
+           "THREAD_COLUMNS", "HistAcc", "DeviceAgg", "OpAgg", "PhaseAgg", "ThreadAgg",
+           "aggregate", "osd_totals", "op_figures", "device_figures", "device_values",
+           "thread_values", "Row", "ThreadRow", "phase_rows", "OP_KEYS", "DEVICE_KEYS",
+           "THREAD_KEYS", "is_float_key"]
 
-# (key, header, kind): kind "ns" a latency, "rate", "pct", "count", "bytes", "sectors"
+Number = Union[int, float]
+
+# the latency histograms of an op, by the short name their keys begin with
+LATENCIES = (("qwait", "queue_wait_ns"), ("svc", "service_ns"), ("total", "total_ns"))
+# the statistics of each latency: p50, mean, p99, p99.9, max
+LATENCY_STATS = ("p50", "mean", "p99", "p999", "max")
+_QS = (50.0, 99.0, 99.9)
+
+# op_figures()' keys, in order
+OP_KEYS = (["ios", "bytes", "errors", "untimed", "no_queue_ts", "completion_unseen",
+            "ios_per_s", "bytes_per_s", "mb_per_s", "mib_per_s"] +
+           [f"{s}_{st}_ns" for s, _ in LATENCIES for st in LATENCY_STATS] +
+           ["size_p50_bytes", "size_mean_bytes"])
+# device_figures()' keys: what belongs to the device, not to one op
+DEVICE_KEYS = ["seeks", "seq_pct", "seek_p50_sectors", "seek_p99_sectors", "flushes",
+               "flushes_per_s", "preflushes", "preflush_p50_ns", "preflush_p99_ns",
+               "fua_writes", "fua_p99_ns", "requeues"]
+
+
+
+def is_float_key(key: str) -> bool:
+    """Whether a figure is a float (a rate, a mean, a share); the others are ints."""
+    return key.endswith(("_per_s", "_pct")) or "_mean_" in key
+
+
+# (key, header, kind) of the report's device table: kind "ns" a latency, "rate", "rate1",
+# "rate2" (decimals), "pct", "bytes", "sectors"
 DEVICE_COLUMNS = [
-    ("iops", "IOPS", "rate"), ("mbps", "MB/s", "rate2"),
-    ("qwait_p50", "qwait p50", "ns"), ("qwait_p99", "qwait p99", "ns"),
-    ("qwait_p999", "qwait p99.9", "ns"),
-    ("svc_p50", "svc p50", "ns"), ("svc_p99", "svc p99", "ns"),
-    ("total_p99", "total p99", "ns"), ("total_max", "total max", "ns"),
-    ("seq_pct", "seq %", "pct"), ("seek_p50", "seek p50", "sectors"),
-    ("size_p50", "size p50", "bytes"), ("flushes", "flush/s", "rate1"),
-    ("flush_p99", "flush p99", "ns"),
+    ("ios_per_s", "IOPS", "rate"), ("mb_per_s", "MB/s", "rate2"),
+    ("qwait_p50_ns", "qwait p50", "ns"), ("qwait_p99_ns", "qwait p99", "ns"),
+    ("qwait_p999_ns", "qwait p99.9", "ns"),
+    ("svc_p50_ns", "svc p50", "ns"), ("svc_p99_ns", "svc p99", "ns"),
+    ("total_p99_ns", "total p99", "ns"), ("total_max_ns", "total max", "ns"),
+    ("seq_pct", "seq %", "pct"), ("seek_p50_sectors", "seek p50", "sectors"),
+    ("size_p50_bytes", "size p50", "bytes"), ("flushes_per_s", "flush/s", "rate1"),
+    ("preflush_p99_ns", "flush p99", "ns"),
 ]
-THREAD_COLUMNS = [("calls_s", "calls/s", "rate1"), ("p50", "p50", "ns"), ("p99", "p99", "ns"),
-                  ("fsync_p99", "fsync p99", "ns"), ("fdatasync_p99", "fdatasync p99", "ns"),
-                  ("sync_file_range_p99", "sync_file_range p99", "ns")]
-SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range")
+THREAD_COLUMNS = [("calls_per_s", "calls/s", "rate1"), ("latency_p50_ns", "p50", "ns"),
+                  ("latency_p99_ns", "p99", "ns"), ("fsync_p99_ns", "fsync p99", "ns"),
+                  ("fdatasync_p99_ns", "fdatasync p99", "ns"),
+                  ("sync_file_range_p99_ns", "sync_file_range p99", "ns")]
+# thread_values()' keys
+THREAD_KEYS = (["calls", "fsync", "fdatasync", "sync_file_range", "flush_bios", "calls_per_s",
+                "flush_bios_per_s"] + [f"latency_{st}_ns" for st in LATENCY_STATS] +
+               [c + "_p99_ns" for c in SYNC_CALLS])
 
 
-class HistAcc:
-    """Bucket counts added up from sparse protobuf histograms (index -> count)."""
-    __slots__ = ("k", "c")
-
-    def __init__(self) -> None:
-        self.k = 0
-        self.c: dict[int, int] = {}
-
-    def add(self, h: Any, k: int) -> None:
-        if not len(h.index):
-            return
-        self.k = h.precision or k
-        c = self.c
-        for i, n in zip(h.index, h.count):
-            c[i] = c.get(i, 0) + n
-
-    def histogram(self) -> Optional[Histogram]:
-        return Histogram(self.k, self.c.keys(), self.c.values()) if self.c else None
+def _rate(n: Number, seconds: float) -> Optional[float]:
+    return n / seconds if seconds > 0 else None
 
 
-@dataclass
-class DeviceAgg:
-    name: str
-    osd_id: Optional[int] = None
-    osd_role: Optional[str] = None
-    ios: dict[str, int] = field(default_factory=dict)
-    bytes: dict[str, int] = field(default_factory=dict)
-    acc: dict[str, HistAcc] = field(default_factory=dict)
-    seek_sequential: int = 0
-    seek_other: int = 0
-
-    def hist(self, key: str) -> Optional[Histogram]:
-        a = self.acc.get(key)
-        return a.histogram() if a else None
+def _stats(acc: Optional[HistAcc]) -> tuple[Optional[Number], ...]:
+    """(p50, mean, p99, p99.9, max) of merged buckets; Nones when empty."""
+    h = acc.histogram() if acc is not None else None
+    if h is None or not h.count:
+        return (None,) * 5
+    p50, p99, p999 = h.percentiles(_QS)
+    return p50, h.mean, p99, p999, h.max
 
 
-@dataclass
-class ThreadAgg:
-    comm: str
-    process: str
-    pid: int
-    tid: int
-    osd_id: Optional[int]
-    device: str
-    calls: int = 0
-    fsync: int = 0
-    fdatasync: int = 0
-    sync_file_range: int = 0
-    acc: HistAcc = field(default_factory=HistAcc)
-    by_call: dict[str, HistAcc] = field(default_factory=dict)   # recorded by newer daemons
-    disks: tuple[str, ...] = ()   # device is a dm/md device: the disks at the bottom of it
-
-    @property
-    def where(self) -> str:
-        return device_where(self.device, self.disks)
+def _pcts(acc: Optional[HistAcc], qs: tuple[float, ...]) -> list[Optional[int]]:
+    h = acc.histogram() if acc is not None else None
+    return [None] * len(qs) if h is None else h.percentiles(qs)
 
 
-@dataclass
-class PhaseAgg:
-    """Everything of one phase on one host."""
-    seconds: float = 0.0
-    updates: int = 0
-    devices: dict[str, DeviceAgg] = field(default_factory=dict)
-    threads: dict[tuple[int, int], ThreadAgg] = field(default_factory=dict)
+def _size_p50(acc: Optional[HistAcc]) -> Optional[int]:
+    """Request sizes are round numbers (4 KiB, 64 KiB): the lower edge of the bucket, where
+    they sit, rather than its midpoint."""
+    h = acc.histogram() if acc is not None else None
+    if h is None or not h.count:
+        return None
+    v = h.percentile(50)
+    assert v is not None
+    return bucket_lower(bucket_index(v, h.precision), h.precision)
 
-    def add(self, u: Any) -> None:
-        """Add one iopulse.v1.Update message."""
-        k = u.precision
-        self.seconds += (u.end_monotonic_ns - u.start_monotonic_ns) / 1e9
-        self.updates += 1
-        for d in u.devices:
-            a = self.devices.get(d.name)
-            if a is None:
-                a = self.devices[d.name] = DeviceAgg(d.name)
-            if d.osd_id >= 0:
-                a.osd_id, a.osd_role = d.osd_id, d.osd_role or None
-            acc = a.acc
-            for op in ALL_OPS:
-                s = getattr(d, op)
-                a.ios[op] = a.ios.get(op, 0) + s.ios
-                a.bytes[op] = a.bytes.get(op, 0) + s.bytes
-                if op in LATENCY_OPS:
-                    for key, h in (("qwait", s.queue_wait_ns), ("svc", s.service_ns),
-                                   ("total", s.total_ns)):
-                        if len(h.index):
-                            acc.setdefault(key, HistAcc()).add(h, k)
-                if op in DATA_OPS and len(s.size_bytes.index):
-                    acc.setdefault("size", HistAcc()).add(s.size_bytes, k)
-            for key, h in (("seek", d.seek_distance_sectors), ("preflush", d.preflush_latency_ns)):
-                if len(h.index):
-                    acc.setdefault(key, HistAcc()).add(h, k)
-            a.seek_sequential += d.seek_sequential
-            a.seek_other += d.seek_forward + d.seek_backward
-        for t in u.threads:
-            key2 = (t.pid, t.tid)
-            ta = self.threads.get(key2)
-            if ta is None:
-                ta = self.threads[key2] = ThreadAgg(t.comm, t.process, t.pid, t.tid,
-                                                    t.osd_id if t.osd_id >= 0 else None,
-                                                    t.device, disks=tuple(t.disks))
-            ta.fsync += t.fsync
-            ta.fdatasync += t.fdatasync
-            ta.sync_file_range += t.sync_file_range
-            ta.calls += t.fsync + t.fdatasync + t.sync_file_range
-            ta.acc.add(t.latency_ns, k)
-            for c in SYNC_CALLS:
-                if t.HasField(c + "_latency") and getattr(t, c):
-                    ta.by_call.setdefault(c, HistAcc()).add(
-                        getattr(t, c + "_latency").histogram_ns, k)
+
+def op_figures(o: OpAgg, seconds: float) -> dict[str, Optional[Number]]:
+    """One op's figures over seconds (OP_KEYS): its counts, their rates, qwait / svc / total
+    latency p50, mean, p99, p99.9 and max, request size p50 and mean (bytes / ios)."""
+    d: dict[str, Optional[Number]] = {
+        "ios": o.ios, "bytes": o.bytes, "errors": o.errors, "untimed": o.untimed,
+        "no_queue_ts": o.no_queue_ts, "completion_unseen": o.completion_unseen,
+        "ios_per_s": _rate(o.ios, seconds), "bytes_per_s": _rate(o.bytes, seconds),
+        "mb_per_s": _rate(o.bytes / 1e6, seconds),
+        "mib_per_s": _rate(o.bytes / 1048576, seconds)}
+    for short, metric in LATENCIES:
+        for st, v in zip(LATENCY_STATS, _stats(o.hists.get(metric))):
+            d[f"{short}_{st}_ns"] = v
+    d["size_p50_bytes"] = _size_p50(o.hists.get("size_bytes"))
+    d["size_mean_bytes"] = o.bytes / o.ios if o.ios else None
+    return d
+
+
+def device_figures(a: DeviceAgg, seconds: float) -> dict[str, Optional[Number]]:
+    """What belongs to the device over seconds rather than to one op (DEVICE_KEYS): seeks
+    (data requests in dispatch order) and their distance in sectors, flush requests, requests
+    carrying a preflush or FUA and their latency, requeues."""
+    seeks = a.seek_sequential + a.seek_forward + a.seek_backward
+    s50, s99 = _pcts(a.hists.get("seek_distance_sectors"), (50.0, 99.0))
+    p50, p99 = _pcts(a.hists.get("preflush_latency_ns"), (50.0, 99.0))
+    (f99,) = _pcts(a.hists.get("fua_latency_ns"), (99.0,))
+    flushes = a.ops["flush"].ios
+    return {"seeks": seeks, "seq_pct": 100.0 * a.seek_sequential / seeks if seeks else None,
+            "seek_p50_sectors": s50, "seek_p99_sectors": s99,
+            "flushes": flushes, "flushes_per_s": _rate(flushes, seconds),
+            "preflushes": a.preflush, "preflush_p50_ns": p50, "preflush_p99_ns": p99,
+            "fua_writes": a.fua, "fua_p99_ns": f99, "requeues": a.requeues}
+
+
+def device_values(a: DeviceAgg, seconds: float) -> dict[str, Optional[Number]]:
+    """One device as one flat record: the figures of its data ops together ('all',
+    unprefixed), the device's own figures, reads and writes apart (read_*, write_*), and the
+    counts reads, writes, discards, read_bytes, write_bytes, discard_bytes."""
+    v = op_figures(a.op(ALL), seconds)
+    v.update(device_figures(a, seconds))
+    for op in LATENCY_OPS:
+        for k, x in op_figures(a.ops[op], seconds).items():
+            if k != "ios":
+                v[f"{op}_{k}"] = x
+    v["reads"], v["writes"] = a.ops["read"].ios, a.ops["write"].ios
+    v["discards"], v["discard_bytes"] = a.ops["discard"].ios, a.ops["discard"].bytes
+    return v
+
+
+def thread_values(t: ThreadAgg, seconds: float) -> dict[str, Optional[Number]]:
+    """A sync thread's figures over seconds (THREAD_KEYS): calls by kind, their rate, the
+    latency of all its calls (mean exact, from the daemon's sums) and each kind's p99."""
+    p50, _, p99, p999, mx = _stats(t.acc)
+    d: dict[str, Optional[Number]] = {
+        "calls": t.calls, "fsync": t.fsync, "fdatasync": t.fdatasync,
+        "sync_file_range": t.sync_file_range, "flush_bios": t.flush_bios,
+        "calls_per_s": _rate(t.calls, seconds), "flush_bios_per_s": _rate(t.flush_bios, seconds),
+        "latency_p50_ns": p50,
+        "latency_mean_ns": t.latency_sum_ns / t.calls if t.calls and t.latency_sum_ns else None,
+        "latency_p99_ns": p99, "latency_p999_ns": p999, "latency_max_ns": mx}
+    if d["latency_mean_ns"] is None and t.calls:      # a daemon that sent no sums
+        h = t.acc.histogram()
+        d["latency_mean_ns"] = h.mean if h is not None else None
+    for c in SYNC_CALLS:
+        (d[c + "_p99_ns"],) = _pcts(t.by_call.get(c), (99.0,))
+    return d
 
 
 @dataclass
 class Row:
-    """One phase x host x device line; values by DEVICE_COLUMNS key (None: no data)."""
+    """One phase x host x device: values is device_values() (the report's columns), ops the
+    op_figures() of each of OPS, device the device_figures()."""
     phase: Phase
     host: str
     device: str
     osd: str
     seconds: float
-    values: dict[str, Optional[float]]
+    values: dict[str, Optional[Number]]
+    device_class: str = ""
+    ops: dict[str, dict[str, Optional[Number]]] = field(default_factory=dict)
+    device_only: dict[str, Optional[Number]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"phase": self.phase.name, "labels": dict(self.phase.labels), "host": self.host,
-                "device": self.device, "osd": self.osd, "seconds": self.seconds,
-                **self.values}
+                "device": self.device, "device_class": self.device_class, "osd": self.osd,
+                "seconds": self.seconds, **self.values}
 
 
 @dataclass
@@ -163,7 +193,8 @@ class ThreadRow:
     phase: Phase
     host: str
     thread: ThreadAgg
-    values: dict[str, Optional[float]]
+    values: dict[str, Optional[Number]]
+    seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         t = self.thread
@@ -172,99 +203,27 @@ class ThreadRow:
                 "osd_id": t.osd_id, "device": t.device, "disks": list(t.disks), **self.values}
 
 
-def _pct(h: Optional[Histogram], q: float) -> Optional[float]:
-    return None if h is None or not h.count else float(h.percentile(q))
-
-
-def _size_pct(h: Optional[Histogram], q: float) -> Optional[float]:
-    """Request sizes are round numbers (4 KiB, 64 KiB): the lower edge of the bucket, where
-    they sit, rather than its midpoint."""
-    if h is None or not h.count:
-        return None
-    v = h.percentile(q)
-    return float(bucket_lower(bucket_index(v, h.precision), h.precision))
-
-
-def device_values(a: DeviceAgg, seconds: float) -> dict[str, Optional[float]]:
-    ios = sum(a.ios.get(op, 0) for op in DATA_OPS)
-    nbytes = sum(a.bytes.get(op, 0) for op in DATA_OPS)
-    seeks = a.seek_sequential + a.seek_other
-    cache: dict[str, Optional[Histogram]] = {}
-
-    def h(key: str) -> Optional[Histogram]:
-        if key not in cache:
-            cache[key] = a.hist(key)
-        return cache[key]
-    total = h("total")
-    return {
-        "iops": ios / seconds if seconds else None,
-        "mbps": nbytes / 1e6 / seconds if seconds else None,
-        "qwait_p50": _pct(h("qwait"), 50), "qwait_p99": _pct(h("qwait"), 99),
-        "qwait_p999": _pct(h("qwait"), 99.9),
-        "svc_p50": _pct(h("svc"), 50), "svc_p99": _pct(h("svc"), 99),
-        "total_p99": _pct(total, 99),
-        "total_max": float(total.max) if total is not None and total.max is not None else None,
-        "seq_pct": 100.0 * a.seek_sequential / seeks if seeks else None,
-        "seek_p50": _pct(h("seek"), 50), "size_p50": _size_pct(h("size"), 50),
-        "flushes": a.ios.get("flush", 0) / seconds if seconds else None,
-        "flush_p99": _pct(h("preflush"), 99),
-        "ios": float(ios), "bytes": float(nbytes),
-        "reads": float(a.ios.get("read", 0)), "writes": float(a.ios.get("write", 0)),
-        "write_bytes": float(a.bytes.get("write", 0)),
-    }
-
-
 def _osd(a: DeviceAgg) -> str:
     if a.osd_id is None:
         return ""
     return f"osd.{a.osd_id}" + (f" {a.osd_role}" if a.osd_role else "")
 
 
-def osd_totals(devs: Any) -> dict[int, DeviceAgg]:
-    """Per Ceph OSD, its devices (block, block.db, block.wal) merged: counts add, histograms
-    merge exactly. Only OSDs with more than one device get a row of their own."""
-    by: dict[int, list[DeviceAgg]] = {}
-    for a in devs:
-        if a.osd_id is not None:
-            by.setdefault(a.osd_id, []).append(a)
-    out: dict[int, DeviceAgg] = {}
-    for osd, parts in by.items():
-        if len(parts) < 2:
-            continue
-        t = DeviceAgg(f"osd.{osd} (all devices)", osd, "all")
-        for a in parts:
-            for op, n in a.ios.items():
-                t.ios[op] = t.ios.get(op, 0) + n
-            for op, n in a.bytes.items():
-                t.bytes[op] = t.bytes.get(op, 0) + n
-            for key, acc in a.acc.items():
-                m = t.acc.setdefault(key, HistAcc())
-                m.k = acc.k
-                for i, c in acc.c.items():
-                    m.c[i] = m.c.get(i, 0) + c
-            t.seek_sequential += a.seek_sequential
-            t.seek_other += a.seek_other
-        out[osd] = t
-    return out
+def _row(p: Phase, host: str, a: DeviceAgg, osd: str, seconds: float, cls: str) -> Row:
+    ops = {op: op_figures(a.op(op), seconds) for op in OPS}
+    dev = device_figures(a, seconds)
+    return Row(p, host, a.name, osd, seconds, device_values(a, seconds), cls, ops, dev)
 
 
-def aggregate(run: Run, phases: list[Phase]) -> dict[tuple[int, int], PhaseAgg]:
-    """(phase position, host index) -> PhaseAgg, in one pass over the run's Updates."""
-    out: dict[tuple[int, int], PhaseAgg] = {}
-    for host, u in run.iter_updates():
-        for n, p in enumerate(phases):
-            if p.contains(host, u):
-                a = out.get((n, host))
-                if a is None:
-                    a = out[(n, host)] = PhaseAgg()
-                a.add(u)
-    return out
+def _busy(a: DeviceAgg) -> bool:
+    return any(a.ops[op].ios for op in ALL_OPS)
 
 
 def phase_rows(run: Run, phases: Optional[list[Phase]] = None, idle: bool = False
                ) -> tuple[list[Row], list[ThreadRow]]:
-    """Device rows (devices without IO in the phase left out unless idle) and every sync
-    thread with calls, per phase x host."""
+    """Device rows per phase x host (devices without IO in the phase left out unless idle;
+    Ceph OSDs of several devices also as one merged row) and every sync thread with calls,
+    busiest first."""
     phases = run.phases() if phases is None else phases
     aggs = aggregate(run, phases)
     rows: list[Row] = []
@@ -275,26 +234,16 @@ def phase_rows(run: Run, phases: Optional[list[Phase]] = None, idle: bool = Fals
             if pa is None:
                 continue
             seconds = pa.seconds
+            info = {d.name: d for d in h.info.devices} if h.info is not None else {}
             for name in sorted(pa.devices):
                 a = pa.devices[name]
-                v = device_values(a, seconds)
-                if not idle and not v["ios"] and not a.ios.get("flush"):
-                    continue
-                rows.append(Row(p, h.name, name, _osd(a), seconds, v))
+                if idle or _busy(a):
+                    rows.append(_row(p, h.name, a, _osd(a), seconds,
+                                     device_class(name, info.get(name))))
             for osd, a in sorted(osd_totals(pa.devices.values()).items()):
-                v = device_values(a, seconds)
-                if idle or v["ios"] or a.ios.get("flush"):
-                    rows.append(Row(p, h.name, a.name, f"osd.{osd}", seconds, v))
+                if idle or _busy(a):
+                    rows.append(_row(p, h.name, a, f"osd.{osd}", seconds, OSD))
             for t in sorted(pa.threads.values(), key=lambda t: (-t.calls, t.pid, t.tid)):
-                if not t.calls:
-                    continue
-                lat = t.acc.histogram()
-                trows.append(ThreadRow(p, h.name, t, {
-                    "calls_s": t.calls / seconds if seconds else None,
-                    "calls": float(t.calls), "fsync": float(t.fsync),
-                    "fdatasync": float(t.fdatasync),
-                    "sync_file_range": float(t.sync_file_range),
-                    "p50": _pct(lat, 50), "p99": _pct(lat, 99),
-                    **{c + "_p99": _pct(t.by_call[c].histogram(), 99) if c in t.by_call
-                       else None for c in SYNC_CALLS}}))
+                if t.calls:
+                    trows.append(ThreadRow(p, h.name, t, thread_values(t, seconds), seconds))
     return rows, trows

@@ -1,0 +1,329 @@
+"""A run's Updates added up per phase x host x device (and sync thread): counts add, histogram
+buckets add, window lengths add. Nothing here divides: every figure is computed from these
+sums in metrics.py, once, for the report, compare, export and iopulse.load() alike."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Union
+
+from ..histogram import Histogram
+from ..model import DEFAULT_PRECISION, device_where
+from ..phases.model import Phase
+from ..record.reader import Run
+
+ALL_OPS = ("read", "write", "flush", "discard")
+DATA_OPS = ("read", "write", "discard")     # what "all" adds up (diskstats' IOs)
+LATENCY_OPS = ("read", "write")
+ALL = "all"                                 # the op name of a device's data ops together
+OPS = ("read", "write", "discard", "flush", ALL)    # the op rows of a device, in this order
+OP_HISTOGRAMS = ("queue_wait_ns", "service_ns", "total_ns", "size_bytes")
+DEVICE_HISTOGRAMS = ("seek_distance_sectors", "preflush_latency_ns", "fua_latency_ns")
+OP_COUNTERS = ("ios", "bytes", "errors", "untimed", "no_queue_ts", "completion_unseen")
+SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range")
+
+
+class HistAcc:
+    """Bucket counts added up from sparse protobuf histograms (index -> count)."""
+    __slots__ = ("k", "c")
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.c: dict[int, int] = {}
+
+    def add(self, h: Any, k: int) -> None:
+        if not len(h.index):
+            return
+        self.k = h.precision or k
+        c = self.c
+        for i, n in zip(h.index, h.count):
+            c[i] = c.get(i, 0) + n
+
+    def merge(self, other: "HistAcc") -> None:
+        if not other.c:
+            return
+        self.k = other.k
+        c = self.c
+        for i, n in other.c.items():
+            c[i] = c.get(i, 0) + n
+
+    def histogram(self) -> Optional[Histogram]:
+        return Histogram(self.k, self.c.keys(), self.c.values()) if self.c else None
+
+
+@dataclass
+class OpAgg:
+    """One op of one device: counters added up, histograms (by their wire names) merged."""
+    ios: int = 0
+    bytes: int = 0
+    errors: int = 0
+    untimed: int = 0
+    no_queue_ts: int = 0
+    completion_unseen: int = 0
+    hists: dict[str, HistAcc] = field(default_factory=dict)
+
+    def add(self, s: Any, k: int) -> None:
+        """Add one iopulse.v1.OpStats message."""
+        self.ios += s.ios
+        self.bytes += s.bytes
+        self.errors += s.errors
+        self.untimed += s.untimed
+        self.no_queue_ts += s.no_queue_ts
+        self.completion_unseen += s.completion_unseen
+        for name in OP_HISTOGRAMS:
+            h = getattr(s, name)
+            if len(h.index):
+                a = self.hists.get(name)
+                if a is None:
+                    a = self.hists[name] = HistAcc()
+                a.add(h, k)
+
+    def merge(self, other: "OpAgg") -> None:
+        for name in OP_COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name, acc in other.hists.items():
+            self.hists.setdefault(name, HistAcc()).merge(acc)
+
+    def histogram(self, metric: str) -> Optional[Histogram]:
+        a = self.hists.get(metric)
+        return a.histogram() if a else None
+
+
+# the short names plots.py and earlier callers use for DeviceAgg.hist()
+_LEGACY = {"qwait": "queue_wait_ns", "svc": "service_ns", "total": "total_ns",
+           "size": "size_bytes", "seek": "seek_distance_sectors",
+           "preflush": "preflush_latency_ns", "fua": "fua_latency_ns"}
+
+
+@dataclass
+class DeviceAgg:
+    """One device in one phase on one host."""
+    name: str
+    osd_id: Optional[int] = None
+    osd_role: Optional[str] = None
+    ops: dict[str, OpAgg] = field(default_factory=lambda: {op: OpAgg() for op in ALL_OPS})
+    seek_sequential: int = 0
+    seek_forward: int = 0
+    seek_backward: int = 0
+    preflush: int = 0
+    fua: int = 0
+    requeues: int = 0
+    hists: dict[str, HistAcc] = field(default_factory=dict)   # DEVICE_HISTOGRAMS
+
+    def add(self, d: Any, k: int) -> None:
+        """Add one iopulse.v1.DeviceStats message."""
+        if d.osd_id >= 0:
+            self.osd_id, self.osd_role = d.osd_id, d.osd_role or None
+        for op in ALL_OPS:
+            self.ops[op].add(getattr(d, op), k)
+        self.seek_sequential += d.seek_sequential
+        self.seek_forward += d.seek_forward
+        self.seek_backward += d.seek_backward
+        self.preflush += d.preflush
+        self.fua += d.fua
+        self.requeues += d.requeues
+        for name in DEVICE_HISTOGRAMS:
+            h = getattr(d, name)
+            if len(h.index):
+                self.hists.setdefault(name, HistAcc()).add(h, k)
+
+    def merge(self, other: "DeviceAgg") -> None:
+        for op, o in other.ops.items():
+            self.ops[op].merge(o)
+        for name in ("seek_sequential", "seek_forward", "seek_backward", "preflush", "fua",
+                     "requeues"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name, acc in other.hists.items():
+            self.hists.setdefault(name, HistAcc()).merge(acc)
+
+    def op(self, op: str) -> OpAgg:
+        """One op's sums; ALL ('all'): the data ops (read, write, discard) added up."""
+        if op in self.ops:
+            return self.ops[op]
+        if op != ALL:
+            raise ValueError(f"unknown op {op!r}; one of {', '.join(OPS)}")
+        t = OpAgg()
+        for o in DATA_OPS:
+            t.merge(self.ops[o])
+        return t
+
+    def histogram(self, op: str, metric: str) -> Optional[Histogram]:
+        """The merged histogram of an op's metric (OP_HISTOGRAMS) or of a device-wide one
+        (DEVICE_HISTOGRAMS, op 'all'); None when nothing was recorded."""
+        if metric in DEVICE_HISTOGRAMS:
+            if op != ALL:
+                raise ValueError(f"{metric} is recorded per device, not per op: use op "
+                                 f"'{ALL}'")
+            a = self.hists.get(metric)
+            return a.histogram() if a else None
+        if metric not in OP_HISTOGRAMS:
+            raise ValueError(f"unknown metric {metric!r}; one of "
+                             f"{', '.join(OP_HISTOGRAMS + DEVICE_HISTOGRAMS)}")
+        return self.op(op).histogram(metric)
+
+    # earlier names, kept for plots.py
+    @property
+    def ios(self) -> dict[str, int]:
+        return {op: o.ios for op, o in self.ops.items()}
+
+    @property
+    def bytes(self) -> dict[str, int]:
+        return {op: o.bytes for op, o in self.ops.items()}
+
+    @property
+    def seek_other(self) -> int:
+        return self.seek_forward + self.seek_backward
+
+    def hist(self, key: str) -> Optional[Histogram]:
+        """hist('total') etc.: the data ops' merged histogram by its short name."""
+        name = _LEGACY.get(key, key)
+        return self.histogram(ALL, name)
+
+
+@dataclass
+class ThreadAgg:
+    comm: str
+    process: str
+    pid: int
+    tid: int
+    osd_id: Optional[int]
+    device: str
+    calls: int = 0
+    fsync: int = 0
+    fdatasync: int = 0
+    sync_file_range: int = 0
+    flush_bios: int = 0
+    latency_sum_ns: int = 0
+    acc: HistAcc = field(default_factory=HistAcc)
+    by_call: dict[str, HistAcc] = field(default_factory=dict)   # recorded by newer daemons
+    disks: tuple[str, ...] = ()   # device is a dm/md device: the disks at the bottom of it
+
+    @property
+    def where(self) -> str:
+        return device_where(self.device, self.disks)
+
+    def add(self, t: Any, k: int) -> None:
+        """Add one iopulse.v1.ThreadSync message."""
+        self.fsync += t.fsync
+        self.fdatasync += t.fdatasync
+        self.sync_file_range += t.sync_file_range
+        self.calls += t.fsync + t.fdatasync + t.sync_file_range
+        self.flush_bios += t.flush_bios
+        self.latency_sum_ns += t.latency_sum_ns
+        self.acc.add(t.latency_ns, k)
+        for c in SYNC_CALLS:
+            if t.HasField(c + "_latency") and getattr(t, c):
+                self.by_call.setdefault(c, HistAcc()).add(
+                    getattr(t, c + "_latency").histogram_ns, k)
+
+
+@dataclass
+class PhaseAgg:
+    """Everything of one phase on one host: its Updates' windows, devices and threads."""
+    seconds: float = 0.0
+    updates: int = 0
+    devices: dict[str, DeviceAgg] = field(default_factory=dict)
+    threads: dict[tuple[int, int], ThreadAgg] = field(default_factory=dict)
+
+    def add(self, u: Any) -> None:
+        """Add one iopulse.v1.Update message."""
+        k = u.precision or DEFAULT_PRECISION
+        self.seconds += max(0, u.end_monotonic_ns - u.start_monotonic_ns) / 1e9
+        self.updates += 1
+        for d in u.devices:
+            a = self.devices.get(d.name)
+            if a is None:
+                a = self.devices[d.name] = DeviceAgg(d.name)
+            a.add(d, k)
+        for t in u.threads:
+            key = (t.pid, t.tid)
+            ta = self.threads.get(key)
+            if ta is None:
+                ta = self.threads[key] = ThreadAgg(t.comm, t.process, t.pid, t.tid,
+                                                   t.osd_id if t.osd_id >= 0 else None,
+                                                   t.device, disks=tuple(t.disks))
+            ta.add(t, k)
+
+
+def osd_totals(devs: Iterable[DeviceAgg]) -> dict[int, DeviceAgg]:
+    """Per Ceph OSD, its devices (block, block.db, block.wal) merged: counts add, histograms
+    merge exactly. Only OSDs with more than one device get a row of their own."""
+    by: dict[int, list[DeviceAgg]] = {}
+    for a in devs:
+        if a.osd_id is not None:
+            by.setdefault(a.osd_id, []).append(a)
+    out: dict[int, DeviceAgg] = {}
+    for osd, parts in by.items():
+        if len(parts) < 2:
+            continue
+        t = DeviceAgg(f"osd.{osd} (all devices)", osd, "all")
+        for a in parts:
+            t.merge(a)
+        out[osd] = t
+    return out
+
+
+def aggregate(run: Run, phases: list[Phase]) -> dict[tuple[int, int], PhaseAgg]:
+    """(phase position, host index) -> PhaseAgg, in one pass over the run's Updates."""
+    out: dict[tuple[int, int], PhaseAgg] = {}
+    for host, u in run.iter_updates():
+        for n, p in enumerate(phases):
+            if p.contains(host, u):
+                a = out.get((n, host))
+                if a is None:
+                    a = out[(n, host)] = PhaseAgg()
+                a.add(u)
+    return out
+
+
+def find_phase(run: Run, phase: Union[str, Phase]) -> Phase:
+    """The run's phase given as itself or by a name only one phase has."""
+    phases = run.phases()
+    if isinstance(phase, Phase):
+        for p in phases:
+            if p is phase or (p.key == phase.key and p.start_real_ns == phase.start_real_ns):
+                return p
+        raise ValueError(f"phase {phase.name!r} is not a phase of {run.path}")
+    found = [p for p in phases if p.name == phase]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        names = sorted({p.name for p in phases})
+        raise ValueError(f"no phase named {phase!r} in {run.path}; phases: "
+                         f"{', '.join(names) or 'none'}")
+    raise ValueError(f"{len(found)} phases are named {phase!r} in {run.path}: pass one of "
+                     "run.phases() (their labels tell them apart)")
+
+
+def phase_histogram(run: Run, phase: Union[str, Phase], host: Optional[str], device: str,
+                    op: str = ALL, metric: str = "total_ns") -> Histogram:
+    """The merged histogram of one metric over a phase: every bucket of every Update in it
+    added up, on one host (its name, as in the report) or every host (None). op is read,
+    write, discard, flush or 'all' (the data ops); metric one of OP_HISTOGRAMS, or of
+    DEVICE_HISTOGRAMS with op 'all'. Empty (count 0) when the device had none."""
+    if op not in OPS:
+        raise ValueError(f"unknown op {op!r}; one of {', '.join(OPS)}")
+    DeviceAgg("").histogram(op, metric)        # the same checks of op and metric
+    p = find_phase(run, phase)
+    names = {h.index: h.name for h in run.hosts}
+    if host is not None and host not in names.values():
+        raise ValueError(f"no host {host!r} in {run.path}; hosts: "
+                         f"{', '.join(names.values()) or 'none'}")
+    out: Optional[Histogram] = None
+    seen: set[str] = set()
+    for (_, h), pa in aggregate(run, [p]).items():
+        if host is not None and names[h] != host:
+            continue
+        seen.update(pa.devices)
+        a = pa.devices.get(device)
+        got = a.histogram(op, metric) if a is not None else None
+        if got is not None:
+            out = got if out is None else out.merge(got)
+    if device not in seen:
+        raise ValueError(f"no device {device!r} in phase {p.name!r}"
+                         f"{'' if host is None else f' on {host}'}; devices: "
+                         f"{', '.join(sorted(seen)) or 'none'}")
+    if out is None:
+        k = next((h.info.histogram.precision for h in run.hosts
+                  if h.info is not None and h.info.histogram.precision), DEFAULT_PRECISION)
+        out = Histogram(k)
+    return out
