@@ -31,6 +31,7 @@ struct entry {
 
 struct hub_sub {
 	uint64_t next_seq;          /* first interval not delivered yet */
+	uint64_t replay_last;       /* the last interval of its replay (0: none) */
 	unsigned int multiple;
 	struct update_filter f;
 	pb_update *carry;           /* intervals that left the ring before it took them */
@@ -498,6 +499,7 @@ int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *
 					break;
 				}
 			}
+			s->replay_last = h->last_seq;
 		}
 		s->next = h->subs;
 		if (h->subs)
@@ -544,7 +546,7 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
 	struct hub_msg **take = NULL, *out = NULL;
 	pb_update *acc = NULL, *u;
 	size_t ntake = 0, i;
-	uint64_t avail = 0, carried, stop_seq = 0, edge = 0;
+	uint64_t avail = 0, carried, stop_seq = 0, edge = 0, upto;
 	int r;
 
 	pthread_mutex_lock(&h->lock);
@@ -560,16 +562,27 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
 	}
 	if (edge)
 		avail = edge - s->next_seq + 1;
+	/* the replay goes out at the subscriber's resolution (interval_multiple intervals per
+	 * Update), not merged: merging is how a subscriber behind the live ring catches up */
+	if (s->next_seq <= s->replay_last && avail > s->multiple) {
+		avail = s->multiple;
+		edge = 0;
+	}
 	if ((avail + carried < s->multiple && !edge) || (!avail && !carried)) {
 		pthread_mutex_unlock(&h->lock);
 		return NULL;
 	}
-	if (!carried && avail == 1 && h->last_seq == s->next_seq && s->multiple == 1 &&
-	    update_filter_empty(&s->f)) {
-		out = hub_msg_ref(h->ring[(h->head + h->n - 1) % h->cap].msg);
-		s->next_seq++;
-		pthread_mutex_unlock(&h->lock);
-		return out;   /* the common case: the Update every subscriber shares */
+	upto = s->next_seq + avail - 1;     /* the last interval this Update holds */
+	if (!carried && avail == 1 && s->multiple == 1 && update_filter_empty(&s->f)) {
+		/* the common case, live or replayed: the Update as published, shared */
+		for (i = h->n; i-- > 0 && !out;)
+			if (h->ring[(h->head + i) % h->cap].seq == upto)
+				out = hub_msg_ref(h->ring[(h->head + i) % h->cap].msg);
+		if (out) {
+			s->next_seq++;
+			pthread_mutex_unlock(&h->lock);
+			return out;
+		}
 	}
 	take = calloc(avail ? avail : 1, sizeof(*take));
 	if (!take) {
@@ -579,12 +592,12 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
 	for (i = 0; i < h->n; i++) {
 		const struct entry *e = &h->ring[(h->head + i) % h->cap];
 
-		if (e->seq >= s->next_seq && (!edge || e->seq <= edge))
+		if (e->seq >= s->next_seq && e->seq <= upto && ntake < avail)
 			take[ntake++] = hub_msg_ref(e->msg);
 	}
 	acc = s->carry;
 	s->carry = NULL;
-	s->next_seq = edge ? edge + 1 : h->last_seq + 1;
+	s->next_seq = upto + 1;
 	pthread_mutex_unlock(&h->lock);
 
 	/* the merge runs outside the lock: the ring's messages are reference counted */

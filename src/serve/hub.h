@@ -51,7 +51,9 @@ int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *
 void hub_unsubscribe(struct hub *h, struct hub_sub *s);
 /* The subscriber's next Update, or NULL when nothing is due yet. A subscriber that fell
  * behind gets what it missed merged into one Update, up to the next phase edge: an Update
- * never spans a mark (one with marks ends at them, even before interval_multiple). */
+ * never spans a mark (one with marks ends at them, even before interval_multiple). The
+ * intervals a subscription replays (replay_seconds: those published before it) are not
+ * merged to catch up: they go out interval_multiple at a time (fewer before a phase edge). */
 struct hub_msg *hub_next(struct hub *h, struct hub_sub *s);
 int hub_snapshot(struct hub *h, const uint8_t *req, size_t len, struct hub_msg **out,
 		 char *err, size_t errlen);

@@ -319,3 +319,41 @@ def test_duration_replay_and_interrupt(daemon, tmp_path):
     run = load(out2)
     assert run.complete and run.end["status"] == "interrupted" and run.end["exit_code"] == 130
     assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+def test_replay_keeps_the_daemons_intervals(loopdev, daemon, tmp_path):
+    """--replay: the history comes interval by interval as the daemon made it (it came merged
+    into one Update up to the first phase edge: 111 s windows after a 600 s replay), and
+    holds every write diskstats counted meanwhile."""
+    lo = loopdev("64M")
+    d = daemon("-i", "250ms", "--devices", lo.name)
+    target = f"unix:{d.socket}"
+    before = wait_idle(lo.name)
+    t0 = time.monotonic()
+    for i in range(8):      # 8 x 8 direct 4 KiB writes over 2 s of history
+        subprocess.run(["dd", "if=/dev/zero", f"of={lo.path}", "bs=4k", "count=8",
+                        "oflag=direct", f"seek={8 * i}", "status=none"], check=True, timeout=30)
+        time.sleep(0.25)
+    after = wait_idle(lo.name)
+    history = time.monotonic() - t0
+    out = str(tmp_path / "replay.iopulse")
+    p = subprocess.run(iopulse_cmd("record", "-o", out, "--target", target, "--duration", "1s",
+                                   "--replay", "60"), env=CLIENT_ENV, capture_output=True,
+                       text=True, timeout=60)
+    print(p.stderr)
+    assert p.returncode == 0, p.stderr
+    assert "each one daemon interval (0.25 s)" in p.stderr
+    run = load(out)
+    begin = next(m for m in run.hosts[0].marks if m.name == "record" and not m.end)
+    replayed = [u for u in run.hosts[0].updates if u.end_monotonic_ns <= begin.monotonic_ns]
+    lengths = [(u.end_monotonic_ns - u.start_monotonic_ns) / 1e9 for u in replayed]
+    print(f"{len(replayed)} replayed Updates over {history:.2f} s of writes; windows "
+          f"{min(lengths):.3f}-{max(lengths):.3f} s")
+    assert all(u.merged == 1 for u in replayed), [u.merged for u in replayed]
+    assert len(replayed) >= 0.8 * history / 0.25
+    assert max(lengths) < 0.5
+    writes = sum(u.devices[lo.name].ops["write"].ios for u in replayed if lo.name in u.devices)
+    assert writes == after.writes - before.writes == 64
+    (rp,) = run.end["replay"].values()
+    assert rp["max_merged"] == 1 and rp["updates"] >= len(replayed) - 1
+    assert d.stop(signal.SIGTERM) == 0, d.describe()

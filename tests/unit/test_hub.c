@@ -311,7 +311,7 @@ START_TEST(test_marks_sit_on_the_edge_they_made)
 
 	/* 30 short intervals in the last 3 s: a 9 s replay still has them all, more than the 11
 	 * intervals of 1 s the ring was sized for (the first ends at a mark: an Update of its
-	 * own) */
+	 * own), and sends them one by one as they were published, not merged */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	for (seq = 2; seq <= 31; seq++) {
 		phases_cut(hub_phases(h));
@@ -340,14 +340,105 @@ START_TEST(test_marks_sit_on_the_edge_they_made)
 	ck_assert_uint_eq(u->n_phases, 1);
 	update_free(u);
 	hub_msg_unref(m);
-	m = hub_next(h, sub);
+	for (seq = 3; seq <= 31; seq++) {
+		m = hub_next(h, sub);
+		ck_assert_ptr_nonnull(m);
+		u = unpack(m);
+		ck_assert_uint_eq(u->merged, 1);
+		ck_assert_uint_eq(u->first_seq, seq);
+		ck_assert_uint_eq(u->seq, seq);
+		ck_assert_uint_eq(u->devices[0]->read->ios, 2);
+		update_free(u);
+		hub_msg_unref(m);
+	}
+	ck_assert_ptr_null(hub_next(h, sub));   /* caught up */
+	hub_unsubscribe(h, sub);
+	hub_free(h);
+}
+END_TEST
+
+/* Intervals seq first..last of 1 s, the last ending now. */
+static void publish_recent(struct hub *h, uint64_t first, uint64_t last)
+{
+	struct iop_interval iv;
+	struct timespec now;
+	uint64_t seq, now_ns;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	now_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	for (seq = first; seq <= last; seq++) {
+		interval(&iv, seq);
+		iv.end_mono_ns = now_ns - (last - seq) * 1000000000ull;
+		iv.start_mono_ns = iv.end_mono_ns - 1000000000ull;
+		ck_assert_int_eq(hub_publish(h, &iv), 0);
+	}
+}
+
+/* A replay goes out at the subscriber's resolution, interval_multiple intervals per Update
+ * (not merged into one to catch up, as before); what is published after the subscription
+ * and not taken in time is merged as for any subscriber behind. */
+START_TEST(test_replay_keeps_the_resolution)
+{
+	Iopulse__V1__SubscribeRequest q = IOPULSE__V1__SUBSCRIBE_REQUEST__INIT;
+	char *only[] = { "loop3" };
+	struct hub_sub *one, *two;
+	struct hub_msg *m;
+	struct hub *h;
+	char err[256];
+	uint64_t seq;
+	uint8_t *req;
+	size_t len;
+	pb_update *u;
+
+	ck_assert_int_eq(hub_new(&h, 1000, 60000, lim(20)), 0);
+	publish_recent(h, 1, 10);
+	q.replay_seconds = 30;
+	q.interval_multiple = 1;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &one, err, sizeof(err)), 0);
+	free(req);
+	q.interval_multiple = 2;
+	q.devices = only;
+	q.n_devices = 1;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_int_eq(hub_subscribe(h, req, len, &two, err, sizeof(err)), 0);
+	free(req);
+	for (seq = 1; seq <= 10; seq++) {
+		m = hub_next(h, one);
+		ck_assert_ptr_nonnull(m);
+		u = unpack(m);
+		ck_assert_uint_eq(u->seq, seq);
+		ck_assert_uint_eq(u->merged, 1);
+		ck_assert_uint_eq(u->devices[0]->read->ios, seq + 1);
+		update_free(u);
+		hub_msg_unref(m);
+	}
+	for (seq = 2; seq <= 10; seq += 2) {
+		m = hub_next(h, two);
+		ck_assert_ptr_nonnull(m);
+		u = unpack(m);
+		ck_assert_uint_eq(u->first_seq, seq - 1);
+		ck_assert_uint_eq(u->seq, seq);
+		ck_assert_uint_eq(u->merged, 2);
+		ck_assert_uint_eq(u->devices[0]->read->ios, seq + seq + 1);
+		update_free(u);
+		hub_msg_unref(m);
+	}
+	ck_assert_ptr_null(hub_next(h, one));
+	ck_assert_ptr_null(hub_next(h, two));
+	/* live from here: three intervals not taken in time come merged, as before */
+	publish_recent(h, 11, 13);
+	m = hub_next(h, one);
 	u = unpack(m);
-	ck_assert_uint_eq(u->merged, 29);
-	ck_assert_uint_eq(u->first_seq, 3);
-	ck_assert_uint_eq(u->devices[0]->read->ios, 29 * 2);
+	ck_assert_uint_eq(u->first_seq, 11);
+	ck_assert_uint_eq(u->seq, 13);
+	ck_assert_uint_eq(u->merged, 3);
+	ck_assert_uint_eq(u->devices[0]->read->ios, 12 + 13 + 14);
 	update_free(u);
 	hub_msg_unref(m);
-	hub_unsubscribe(h, sub);
+	ck_assert_ptr_null(hub_next(h, one));
+	hub_unsubscribe(h, one);
+	hub_unsubscribe(h, two);
 	hub_free(h);
 }
 END_TEST
@@ -619,6 +710,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_merge_is_exact);
 	tcase_add_test(tc, test_device_filter);
 	tcase_add_test(tc, test_slow_subscriber_loses_nothing);
+	tcase_add_test(tc, test_replay_keeps_the_resolution);
 	tcase_add_test(tc, test_bad_requests);
 	tcase_add_test(tc, test_marks_sit_on_the_edge_they_made);
 	tcase_add_test(tc, test_merges_stop_at_phase_edges);

@@ -30,12 +30,53 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
+class Replay:
+    """What a daemon sent of its history (the Updates up to last_seq, its last interval when
+    the recording began): how many, how far back, and whether it merged intervals (earlier
+    builds of iopulsed merged a replay into as few Updates as phase edges allow; now it sends
+    it interval by interval)."""
+
+    def __init__(self, last_seq: int) -> None:
+        self.last_seq = last_seq
+        self.updates = 0
+        self.start_realtime_ns = 0
+        self.end_realtime_ns = 0
+        self.longest_ns = 0
+        self.max_merged = 0
+
+    def add(self, u: Any) -> None:
+        if not self.updates or u.start_realtime_ns < self.start_realtime_ns:
+            self.start_realtime_ns = u.start_realtime_ns
+        self.end_realtime_ns = max(self.end_realtime_ns, u.end_realtime_ns)
+        self.longest_ns = max(self.longest_ns, u.end_realtime_ns - u.start_realtime_ns)
+        self.max_merged = max(self.max_merged, u.merged)
+        self.updates += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"updates": self.updates, "start_realtime_ns": self.start_realtime_ns,
+                "end_realtime_ns": self.end_realtime_ns, "longest_window_ns": self.longest_ns,
+                "max_merged": self.max_merged}
+
+    def describe(self, interval_ns: int) -> str:
+        if not self.updates:
+            return "the daemon had nothing from before the recording"
+        span = (self.end_realtime_ns - self.start_realtime_ns) / 1e9
+        what = f"{span:.1f} s before the recording in {self.updates} Update(s)"
+        if self.max_merged <= 1:
+            return f"{what}, each one daemon interval ({interval_ns / 1e9:g} s)"
+        return (f"{what}, MERGED by the daemon: up to {self.max_merged} intervals "
+                f"({self.longest_ns / 1e9:.1f} s) in one Update; there the run's resolution "
+                f"is that of the Updates, not the daemon's {interval_ns / 1e9:g} s interval "
+                "(this iopulsed is an earlier build, which merges a replay)")
+
+
 class HostStream(threading.Thread):
     def __init__(self, rec: "Recorder", index: int, client: Client, info: Info,
                  replay_s: int) -> None:
         super().__init__(name=f"iopulse-record-{index}", daemon=True)
         self.rec, self.index, self.client, self.info = rec, index, client, info
         self.replay_s = replay_s
+        self.replay = Replay(info.last_seq if replay_s else 0)
         self.cond = threading.Condition()
         self.last_seq = 0
         self.last_end_mono = 0
@@ -84,6 +125,8 @@ class HostStream(threading.Thread):
         if u.seq and u.seq <= self.last_seq:
             return              # already stored (a replay after a reconnect)
         self.rec.writer.write_update(self.index, data)
+        if u.seq <= self.replay.last_seq:
+            self.replay.add(u)
         with self.cond:
             self.last_seq = u.seq
             self.last_end_mono = u.end_monotonic_ns
@@ -207,6 +250,11 @@ class Recorder:
         self._pool.shutdown(wait=True)
         final = dict(final, type="end", realtime_ns=_now_ns(),
                      updates={str(s.index): s.updates for s in self.streams})
+        if any(s.replay_s for s in self.streams):
+            final["replay"] = {str(s.index): s.replay.to_dict() for s in self.streams}
+            for s in self.streams:
+                self.say(f"replay from {s.info.hostname or s.client.target}: "
+                         f"{s.replay.describe(s.info.interval_ns)}")
         self.writer.close(final)
         for c in self.clients:
             c.close()
