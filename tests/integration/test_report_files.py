@@ -1,9 +1,10 @@
 """The report extra on a real recording: the HTML page in a real headless browser, plots that
 are not blank, iopulse.load() DataFrames against the report, export to CSV, JSON lines and
-Parquet."""
+Parquet, one set of numbers in report, compare, export and load()."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import signal
@@ -82,7 +83,7 @@ def recorded(tmp_path_factory, daemon_bin, default_config, require_root):
         out = str(tmp / "run.iopulse")
         wait_idle(lo.name)
         run_ok(iopulse_cmd("record", "-o", out, "--target", f"unix:{d.socket}", "--", "fio",
-                           "--output=/dev/null", str(job)))
+                           "--output-format=json", f"--output={tmp / 'fio.json'}", str(job)))
         assert d.stop(signal.SIGTERM) == 0, d.describe()
         yield out, lo.name, tmp
     finally:
@@ -130,11 +131,72 @@ def test_load_dataframes_agree_with_the_report(recorded):
     ph = f.phases
     assert {"fill-seq", "rand-read"} <= set(ph["phase"])
     for name, op in (("fill-seq", "write"), ("rand-read", "read")):
-        want = int(ph[(ph.phase == name) & (ph.device == dev)]["ios"].iloc[0])
+        (want,) = ph[(ph.phase == name) & (ph.device == dev) & (ph.op == op)]["ios"]
         iv = f.intervals
         got = int(iv[(iv.phase == name) & (iv.device == dev) & (iv.op == op)]["ios"].sum())
         assert got == want > 0, f"{name}: intervals {got}, phase {want}"
     assert str(f.intervals["start"].dt.tz) == "UTC"
+
+
+def test_one_set_of_numbers(recorded):
+    """Each phase's IOPS, MiB/s and total p99 on the device under test, read and write apart
+    and together, are the same in the report (rows, JSON, CSV), compare (one run a side),
+    export (CSV, JSON lines) and iopulse.load(): the phase's IOs (fio's own count) over its
+    seconds, not an average of interval rates."""
+    import csv
+    import math
+
+    from iopulse.compare import compare
+    from iopulse.record import load
+    from iopulse.report.metrics import phase_rows
+
+    out, dev, tmp = recorded
+    fio = {j["jobname"]: j for j in json.loads((tmp / "fio.json").read_text())["jobs"]}
+    run = load(out)
+    rows, _ = phase_rows(run)
+    rep = {r.phase.name: r for r in rows if r.device == dev}
+    doc = json.loads(run_ok(iopulse_cmd("report", out, "--format", "json")).stdout)
+    rjson = {d["phase"]: d for d in doc["devices"] if d["device"] == dev}
+    rcsv = {x["phase"]: x for x in csv.DictReader(io.StringIO(run_ok(iopulse_cmd(
+        "report", out, "--format", "csv")).stdout)) if x["device"] == dev}
+    d = str(tmp / "one-set")
+    run_ok(iopulse_cmd("export", out, "--format", "jsonl", "-o", d))
+    exported = {(x["phase"], x["op"]): x for x in map(json.loads, open(
+        os.path.join(d, "phases.jsonl")).read().splitlines()) if x["device"] == dev}
+    changes = {(c.phase, c.metric): c for c in compare([run], [run]) if c.device == dev}
+    frame = iopulse.load(out).phases
+    frame = frame[frame.device == dev]
+
+    def num(a: object) -> float:
+        try:
+            return float(a)  # type: ignore[arg-type]
+        except (TypeError, ValueError):     # None, an empty CSV cell, pandas' NA
+            return math.nan
+
+    def same(a: object, b: object) -> bool:
+        x, y = num(a), num(b)
+        return (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9)
+
+    for name, op in (("fill-seq", "write"), ("rand-read", "read")):
+        r = rep[name]
+        ios, want = r.ops[op]["ios"], fio[name][op]["total_ios"]
+        print(f"{name}: {ios} {op}s in the phase, fio {want}; {r.seconds:.3f} s; "
+              f"{r.ops[op]['ios_per_s']:.0f} IOPS (fio {fio[name][op]['iops']:.0f})")
+        assert abs(ios - want) <= 0.01 * want, (name, ios, want)
+        assert r.ops[op]["ios_per_s"] == ios / r.seconds
+        for o in (op, "all"):
+            f = r.ops[o]
+            pre = "" if o == "all" else o + "_"
+            sel = frame[(frame.phase == name) & (frame.op == o)]
+            for key in ("ios_per_s", "mib_per_s", "total_p99_ns", "total_mean_ns"):
+                got = {"report json": rjson[name][pre + key], "export": exported[(name, o)][key],
+                       "load()": sel[key].iloc[0]}
+                if o == "all" and key in ("ios_per_s", "total_p99_ns"):
+                    got["report csv"] = rcsv[name][key]
+                    got["compare"] = changes[(name, "iops" if key == "ios_per_s" else
+                                              "total_p99")].base[0]
+                for where, v in got.items():
+                    assert same(v, f[key]), (name, o, key, where, v, f[key])
 
 
 def test_export_formats(recorded):
