@@ -153,10 +153,12 @@ class Frames:
         return phase_histogram(self.run, phase, host, device, op, metric)
 
 
-def _frame(pd: Any, records: list[dict[str, Any]]) -> Any:
-    """A DataFrame whose columns keep their types: rates and means float64 even when all
-    None; counts, percentiles and integer labels int64, or pandas' Int64 where some are
-    missing (a label some phases lack, a device figure on the 'all' rows only)."""
+def dataframe(records: list[dict[str, Any]]) -> Any:
+    """Records of this module as a pandas DataFrame whose columns keep their types: rates and
+    means float64 even when all None; counts, percentiles and integer labels int64, or
+    pandas' Int64 where some are missing (a label some phases lack, a device figure on the
+    'all' rows only). Needs pandas."""
+    pd = require("pandas", "a DataFrame")
     df = pd.DataFrame.from_records(records)
     for col in df.columns:
         if col in FIGURE_KEYS and is_float_key(col):
@@ -183,9 +185,9 @@ def load(path: str) -> Frames:
     pd = require("pandas", "iopulse.load()")
     run = load_run(path)
     dev, thr = phase_records(run)
-    iv = _frame(pd, list(interval_records(run)))
-    ph = _frame(pd, dev)
-    th = _frame(pd, thr)
+    iv = dataframe(list(interval_records(run)))
+    ph = dataframe(dev)
+    th = dataframe(thr)
     for df in (iv, ph):
         if len(df):
             df["start"] = pd.to_datetime(df["start_ns"], unit="ns", utc=True)

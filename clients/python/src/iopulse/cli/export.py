@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any, Iterable
 
-from ..data import interval_records, phase_records, require
+from ..data import dataframe, interval_records, phase_records, require
 from ..record.reader import load
 from ..report.tables import csv_cell
 from .common import EXIT_OK
@@ -17,11 +17,17 @@ HELP = "write a run's tables (intervals, phases, threads) as Parquet, CSV or JSO
 EXAMPLES = """examples:
   iopulse export run1.iopulse --format csv -o run1/
   iopulse export run1.iopulse --format parquet -o run1/   (needs iopulse[report])
-  duckdb -c "select phase, device, avg(iops) from 'run1/intervals.parquet' group by all"
+  duckdb -c "select phase, iodepth, op, sum(ios) / sum(seconds) as iops
+             from 'run1/phases.parquet' where device = 'nvme0n1' and op in ('read', 'write')
+             group by all"
 
-Writes intervals.EXT (interval x host x device x op: ios, bytes, rates, latency
-percentiles in ns, the innermost phase), phases.EXT (the numbers of iopulse report) and
-threads.EXT (phase x host x sync thread) into the directory -o."""
+Writes into the directory -o phases.EXT (phase x host x device x op, op read, write,
+discard, flush and all, the data ops together: the numbers of iopulse report), intervals.EXT
+(interval x host x device x op, with the innermost phase) and threads.EXT (phase x host x
+sync thread). Each phase label is a column (iodepth, bs and bs_bytes, ...); device_class
+says where a device sits in the block stack. Every key carries its unit (_ns, _bytes,
+_sectors, _per_s, _pct; mb_per_s is 10^6 bytes/s, mib_per_s 2^20); counts are integers.
+A rate over several rows is their summed counts over their summed seconds."""
 CONNECTS = False
 
 
@@ -69,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.format == "jsonl":
             n = _write_jsonl(path, recs)
         else:
-            df = pd.DataFrame.from_records(list(recs))
+            df = dataframe(list(recs))
             df.to_parquet(path, index=False)
             n = len(df)
         print(f"{path}: {n} rows", file=sys.stderr)

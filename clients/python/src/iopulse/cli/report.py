@@ -20,7 +20,8 @@ EXAMPLES = """examples:
 Per phase x host x device: IOPS, MB/s, queue wait p50/p99/p99.9, service p50/p99, total
 p99/max, sequential %, seek distance p50 (sectors), request size p50, flushes/s and the p99
 of requests carrying a preflush; per phase the busiest sync threads. Latency columns merge
-reads and writes; rates are per second of the phase's intervals. Phases from marks are exact
+the data ops (reads, writes, discards; --format json has reads and writes apart too, export
+and iopulse.load() every op); rates are the phase's counts over its seconds. Phases from marks are exact
 (their edges are interval edges); imported ones say how far their edges may be off."""
 CONNECTS = False
 FORMATS = ("table", "markdown", "csv", "json", "html")
