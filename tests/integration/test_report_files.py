@@ -102,9 +102,10 @@ def test_html_report_in_a_real_browser(recorded):
     import re
     m = re.search(r'<body[^>]*data-images="(\w+) (\d+)"', dom)
     assert m, "the page's load check did not run"
-    # throughput, heatmap and per-phase plots of the device, and the thread plot if the run
-    # has sync calls (the fio jobs make none; the daemon reports only fio's threads)
-    want = 3 + (1 if sync_calls(out) else 0)
+    # throughput, the device's heatmap, latency percentiles and seek distance per phase, and
+    # the thread plot if the run has sync calls (the fio jobs make none; the daemon reports
+    # only fio's threads)
+    want = 4 + (1 if sync_calls(out) else 0)
     assert m.group(1) == "loaded" and int(m.group(2)) == want, (m.group(0), want)
 
 
@@ -115,7 +116,8 @@ def test_plots_are_not_blank(recorded):
     d = str(tmp / "plots")
     paths = run_ok(iopulse_cmd("plot", out, "-o", d)).stdout.split()
     names = {os.path.basename(p) for p in paths}
-    assert {"throughput.png", f"heatmap-0-{dev}.png", f"phases-0-{dev}.png"} <= names, names
+    assert {"throughput.png", f"heatmap-0-{dev}.png", f"latency-0-{dev}.png",
+            f"seek-0-{dev}.png"} <= names, names
     for p in paths:
         img = mpimg.imread(p)[..., :3]
         inked = (img.min(axis=2) < 0.9).mean()
