@@ -47,28 +47,41 @@ def _check_index(i: int, k: int) -> int:
     return int(i)
 
 
-def bucket_lower(i: int, k: int) -> int:
-    """Smallest value in bucket i at precision k."""
-    _check_index(i, k)
+def _lower(i: int, k: int) -> int:
     group, sub = i >> k, i & ((1 << k) - 1)
     if group == 0:
         return sub
     return ((1 << k) | sub) << (group - 1)
 
 
+def _upper(i: int, k: int) -> int:
+    group = i >> k
+    if group == 0:
+        return i
+    return _lower(i, k) + (1 << (group - 1)) - 1
+
+
+def _mid(i: int, k: int) -> int:
+    group = i >> k
+    if group == 0:
+        return i
+    return _lower(i, k) + ((1 << (group - 1)) - 1) // 2
+
+
+def bucket_lower(i: int, k: int) -> int:
+    """Smallest value in bucket i at precision k."""
+    return _lower(_check_index(i, k), k)
+
+
 def bucket_upper(i: int, k: int) -> int:
     """Largest value in bucket i at precision k (the last bucket also holds every larger
     value; its upper bound here is 2**RANGE_BITS - 1, as in the C code)."""
-    group = i >> k
-    if group == 0:
-        return _check_index(i, k)
-    return bucket_lower(i, k) + (1 << (group - 1)) - 1
+    return _upper(_check_index(i, k), k)
 
 
 def bucket_mid(i: int, k: int) -> int:
     """The value reported for bucket i: lower + (upper - lower) // 2."""
-    lo, hi = bucket_lower(i, k), bucket_upper(i, k)
-    return lo + (hi - lo) // 2
+    return _mid(_check_index(i, k), k)
 
 
 def rank(q: float, count: int) -> int:
@@ -105,8 +118,10 @@ class Histogram:
         idx, cnt = list(indexes), list(counts)
         if len(idx) != len(cnt):
             raise ValueError(f"histogram has {len(idx)} bucket indexes but {len(cnt)} counts")
+        top = nbuckets(self.precision)
         for i, c in zip(idx, cnt):
-            _check_index(i, self.precision)
+            if not 0 <= i < top:
+                _check_index(i, self.precision)      # raises, naming the range
             if c < 0:
                 raise ValueError(f"bucket {i} has a negative count {c}")
             if c:
@@ -191,7 +206,8 @@ class Histogram:
     def sum(self) -> int:
         """Approximate sum: each bucket's midpoint times its count (the true sum is within
         2**-(k+1) of it, relative, for values >= 2**k; exact below)."""
-        return sum(bucket_mid(i, self.precision) * c for i, c in self._counts.items())
+        k = self.precision      # the indexes were checked on the way in
+        return sum(_mid(i, k) * c for i, c in self._counts.items())
 
     @property
     def mean(self) -> Optional[float]:
@@ -203,13 +219,13 @@ class Histogram:
     def min(self) -> Optional[int]:
         """Lower bound of the lowest non-empty bucket: no recorded value was smaller.
         None when empty."""
-        return bucket_lower(min(self._counts), self.precision) if self._counts else None
+        return _lower(min(self._counts), self.precision) if self._counts else None
 
     @property
     def max(self) -> Optional[int]:
         """Upper bound of the highest non-empty bucket: no recorded value was larger (except
         in the open-ended last bucket). None when empty."""
-        return bucket_upper(max(self._counts), self.precision) if self._counts else None
+        return _upper(max(self._counts), self.precision) if self._counts else None
 
     def percentile(self, q: float) -> Optional[int]:
         """The midpoint of the bucket holding the value of rank(q, count) (see rank()), as
@@ -223,7 +239,7 @@ class Histogram:
         for i, c in self.buckets():
             seen += c
             if seen >= r:
-                return bucket_mid(i, self.precision)
+                return _mid(i, self.precision)
         raise AssertionError("unreachable: rank exceeds count")
 
     def percentiles(self, qs: Iterable[float]) -> list[Optional[int]]:
@@ -241,7 +257,7 @@ class Histogram:
         for i, c in self.buckets():
             seen += c
             while w < len(want) and seen >= want[w][0]:
-                out[want[w][1]] = bucket_mid(i, self.precision)
+                out[want[w][1]] = _mid(i, self.precision)
                 w += 1
             if w == len(want):
                 break
@@ -253,7 +269,7 @@ class Histogram:
         n, seen, out = self.count, 0, []
         for i, c in self.buckets():
             seen += c
-            out.append((bucket_upper(i, self.precision), seen / n))
+            out.append((_upper(i, self.precision), seen / n))
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -138,10 +138,16 @@ def device_values(a: DeviceAgg, seconds: float) -> dict[str, Optional[Number]]:
     """One device as one flat record: the figures of its data ops together ('all',
     unprefixed), the device's own figures, reads and writes apart (read_*, write_*), and the
     counts reads, writes, discards, read_bytes, write_bytes, discard_bytes."""
-    v = op_figures(a.op(ALL), seconds)
-    v.update(device_figures(a, seconds))
+    ops = {op: op_figures(a.op(op), seconds) for op in (ALL,) + LATENCY_OPS}
+    return _flat(a, ops, device_figures(a, seconds))
+
+
+def _flat(a: DeviceAgg, ops: dict[str, dict[str, Optional[Number]]],
+          dev: dict[str, Optional[Number]]) -> dict[str, Optional[Number]]:
+    v = dict(ops[ALL])
+    v.update(dev)
     for op in LATENCY_OPS:
-        for k, x in op_figures(a.ops[op], seconds).items():
+        for k, x in ops[op].items():
             if k != "ios":
                 v[f"{op}_{k}"] = x
     v["reads"], v["writes"] = a.ops["read"].ios, a.ops["write"].ios
@@ -212,7 +218,7 @@ def _osd(a: DeviceAgg) -> str:
 def _row(p: Phase, host: str, a: DeviceAgg, osd: str, seconds: float, cls: str) -> Row:
     ops = {op: op_figures(a.op(op), seconds) for op in OPS}
     dev = device_figures(a, seconds)
-    return Row(p, host, a.name, osd, seconds, device_values(a, seconds), cls, ops, dev)
+    return Row(p, host, a.name, osd, seconds, _flat(a, ops, dev), cls, ops, dev)
 
 
 def _busy(a: DeviceAgg) -> bool:
