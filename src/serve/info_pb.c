@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hist_math.h"
+#include "queue_settings.h"
 #include "update_pb.h"
 
 static uint64_t rss_bytes(void)
@@ -238,4 +239,81 @@ struct hub_msg *info_build(const struct info_src *s)
 out:
 	iopulse__v1__info__free_unpacked(info, NULL);
 	return m;
+}
+
+/* ------------------------------------------------------------ device settings -- */
+
+static Iopulse__V1__DeviceSettings *settings_pb(const struct queue_settings *q)
+{
+	Iopulse__V1__DeviceSettings *m = malloc(sizeof(*m));
+	size_t i;
+
+	if (!m)
+		return NULL;
+	iopulse__v1__device_settings__init(m);
+	m->scheduler = strdup(q->scheduler);
+	m->write_cache = strdup(q->write_cache);
+	m->firmware = strdup(q->firmware);
+	m->schedulers = calloc(q->n_schedulers ? q->n_schedulers : 1, sizeof(*m->schedulers));
+	m->iosched = calloc(q->n_iosched ? q->n_iosched : 1, sizeof(*m->iosched));
+	if (!m->scheduler || !m->write_cache || !m->firmware || !m->schedulers || !m->iosched)
+		goto fail;
+	for (i = 0; i < q->n_schedulers; i++) {
+		m->schedulers[i] = strdup(q->schedulers[i]);
+		if (!m->schedulers[i])
+			goto fail;
+		m->n_schedulers++;
+	}
+	for (i = 0; i < q->n_iosched; i++) {
+		Iopulse__V1__DeviceSettings__IoschedEntry *e = malloc(sizeof(*e));
+
+		if (!e)
+			goto fail;
+		iopulse__v1__device_settings__iosched_entry__init(e);
+		m->iosched[m->n_iosched++] = e;
+		e->key = strdup(q->iosched[i].name);
+		e->value = strdup(q->iosched[i].value);
+		if (!e->key || !e->value)
+			goto fail;
+	}
+	m->nr_requests = q->nr_requests;
+	m->queue_depth = q->queue_depth;
+	m->read_ahead_kb = q->read_ahead_kb;
+	m->wbt_lat_usec = q->wbt_lat_usec;
+	m->max_sectors_kb = q->max_sectors_kb;
+	m->nomerges = q->nomerges;
+	m->rotational = q->rotational;
+	return m;
+fail:
+	iopulse__v1__device_settings__free_unpacked(m, NULL);
+	return NULL;
+}
+
+struct hub_msg *info_with_settings(const struct hub_msg *info, const char *sysfs_root)
+{
+	Iopulse__V1__Info *m = iopulse__v1__info__unpack(NULL, info->len, info->buf);
+	struct queue_settings *qs = malloc(sizeof(*qs));
+	struct hub_msg *out = NULL;
+	uint8_t *buf;
+	size_t i, len;
+
+	if (!m || !qs)
+		goto done;
+	for (i = 0; i < m->n_devices; i++) {
+		Iopulse__V1__DeviceInfo *d = m->devices[i];
+
+		if (queue_settings_read(sysfs_root, d->name, qs))
+			continue;   /* gone since the scan: no settings rather than made-up ones */
+		d->settings = settings_pb(qs);
+		if (!d->settings)
+			goto done;
+	}
+	buf = pb_pack_alloc(&m->base, &len);
+	if (buf)
+		out = hub_msg_new(buf, len);
+done:
+	free(qs);
+	if (m)
+		iopulse__v1__info__free_unpacked(m, NULL);
+	return out;
 }

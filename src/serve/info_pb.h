@@ -37,4 +37,10 @@ struct info_src {
 /* NULL on ENOMEM. Takes src->open_phases. */
 struct hub_msg *info_build(const struct info_src *src);
 
+/* A copy of the packed Info with each device's queue settings read from sysfs_root now
+ * (DeviceInfo.settings; none for a device gone meanwhile). NULL on ENOMEM or if info does
+ * not decode. Reads a dozen files per device: for GetInfo with device_settings, not for the
+ * Info built every interval. */
+struct hub_msg *info_with_settings(const struct hub_msg *info, const char *sysfs_root);
+
 #endif

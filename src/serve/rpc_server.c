@@ -364,7 +364,7 @@ static void unary(struct rpc_server *s, struct call *c, const uint8_t *req, size
 		r = rpc_unary_snapshot(s->hub, req, len, &out, err, sizeof(err));
 		break;
 	case M_INFO:
-		r = rpc_unary_info(s->hub, &out, err, sizeof(err));
+		r = rpc_unary_info(s->hub, req, len, "/sys", &out, err, sizeof(err));
 		break;
 	default:
 		if (!may_mark(s, c->call, err, sizeof(err))) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "info_pb.h"
 #include "phases.h"
 
 /* An error without a line of its own: the errno's. */
@@ -25,12 +26,28 @@ int rpc_unary_snapshot(struct hub *hub, const uint8_t *req, size_t len, struct h
 	return failed(hub_snapshot(hub, req, len, out, err, errlen), err, errlen);
 }
 
-int rpc_unary_info(struct hub *hub, struct hub_msg **out, char *err, size_t errlen)
+int rpc_unary_info(struct hub *hub, const uint8_t *req, size_t len, const char *sysfs_root,
+		   struct hub_msg **out, char *err, size_t errlen)
 {
-	int r = hub_info(hub, out);
+	Iopulse__V1__InfoRequest *q = iopulse__v1__info_request__unpack(NULL, len, req);
+	struct hub_msg *cached = NULL;
+	int r;
 
+	if (!q) {
+		snprintf(err, errlen, "InfoRequest does not decode");
+		return -EINVAL;
+	}
+	r = hub_info(hub, &cached);
 	if (r == -EAGAIN)
 		snprintf(err, errlen, "iopulsed is starting; try again in a moment");
+	if (!r && q->device_settings) {
+		*out = info_with_settings(cached, sysfs_root);
+		hub_msg_unref(cached);
+		r = *out ? 0 : -ENOMEM;
+	} else if (!r) {
+		*out = cached;
+	}
+	iopulse__v1__info_request__free_unpacked(q, NULL);
 	return failed(r, err, errlen);
 }
 

@@ -16,7 +16,10 @@
  */
 int rpc_unary_snapshot(struct hub *hub, const uint8_t *req, size_t len, struct hub_msg **out,
 		       char *err, size_t errlen);
-int rpc_unary_info(struct hub *hub, struct hub_msg **out, char *err, size_t errlen);
+/* The Info built at the last interval; with InfoRequest.device_settings, a copy with each
+ * device's queue settings read from sysfs_root ("/sys") now. */
+int rpc_unary_info(struct hub *hub, const uint8_t *req, size_t len, const char *sysfs_root,
+		   struct hub_msg **out, char *err, size_t errlen);
 
 /*
  * A MarkPhase from owner (phases_submit_as), the right to mark already checked; stopping: the

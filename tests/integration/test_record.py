@@ -357,3 +357,72 @@ def test_replay_keeps_the_daemons_intervals(loopdev, daemon, tmp_path):
     (rp,) = run.end["replay"].values()
     assert rp["max_merged"] == 1 and rp["updates"] >= len(replayed) - 1
     assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+def _sysfs(dev: str, rel: str) -> str:
+    try:
+        with open(f"/sys/class/block/{dev}/{rel}") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def test_record_keeps_the_device_settings_at_the_start(loopdev, daemon, tmp_path):
+    """Each host's device settings as sysfs shows them when the recording starts, read back
+    typed from the run; a scheduler changed between two runs is a difference between them."""
+    from iopulse.record import settings_changes
+
+    lo = loopdev("64M", scheduler="mq-deadline")
+    with open(f"/sys/block/{lo.name}/queue/iosched/fifo_batch", "w") as f:
+        f.write("7")
+    with open(f"/sys/block/{lo.name}/queue/read_ahead_kb", "w") as f:
+        f.write("64")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    target = f"unix:{d.socket}"
+    with iopulse.Client(target) as c:     # the Info every client gets does not read them
+        assert all(x.settings is None for x in c.info().devices)
+    runs = []
+    for sched in ("mq-deadline", "none"):
+        lo.set_scheduler(sched)
+        # ground truth: sysfs, read here
+        want = {"scheduler": _sysfs(lo.name, "queue/scheduler"),
+                "iosched": {n: _sysfs(lo.name, f"queue/iosched/{n}") for n in sorted(
+                    os.listdir(f"/sys/block/{lo.name}/queue/iosched"))}
+                if os.path.isdir(f"/sys/block/{lo.name}/queue/iosched") else {},
+                "nr_requests": int(_sysfs(lo.name, "queue/nr_requests")),
+                "read_ahead_kb": int(_sysfs(lo.name, "queue/read_ahead_kb")),
+                "write_cache": _sysfs(lo.name, "queue/write_cache") or None,
+                "rotational": _sysfs(lo.name, "queue/rotational") == "1",
+                "max_sectors_kb": int(_sysfs(lo.name, "queue/max_sectors_kb")),
+                "backing": _sysfs(lo.name, "loop/backing_file")}
+        out = str(tmp_path / f"{sched}.iopulse")
+        p = subprocess.run(iopulse_cmd("record", "-o", out, "--target", target, "--", "true"),
+                           env=CLIENT_ENV, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "does not report device settings" not in p.stderr
+        run = load(out)
+        (hs,) = run.settings.values()
+        assert hs.kernel == os.uname().release
+        s = hs.devices[lo.name]
+        print(f"{sched}: {s}")
+        assert f"[{s.scheduler}]" in want["scheduler"] or want["scheduler"] == s.scheduler
+        assert s.scheduler == sched and s.schedulers == want["scheduler"].replace(
+            "[", "").replace("]", "").split()
+        assert s.iosched == want["iosched"]
+        assert (s.nr_requests, s.read_ahead_kb, s.write_cache, s.rotational,
+                s.max_sectors_kb, s.model) == \
+            (want["nr_requests"], 64, want["write_cache"], want["rotational"],
+             want["max_sectors_kb"], want["backing"])
+        assert s.queue_depth is None and s.firmware is None     # a loop device has neither
+        if sched == "mq-deadline":
+            assert s.iosched["fifo_batch"] == "7"
+        wbt = _sysfs(lo.name, "queue/wbt_lat_usec")
+        assert s.wbt_lat_usec == (int(wbt) if wbt else None)
+        runs.append(hs)
+    changes = settings_changes(runs[0], runs[1], devices=[lo.name])
+    print(changes)
+    assert (f"{lo.name}.scheduler", "mq-deadline", "none") in changes
+    assert (f"{lo.name}.iosched.fifo_batch", "7", "") in changes
+    assert all(k.startswith(f"{lo.name}.scheduler") or k.startswith(f"{lo.name}.iosched.")
+               or k == f"{lo.name}.nr_requests" for k, _, _ in changes), changes
+    assert d.stop(signal.SIGTERM) == 0, d.describe()

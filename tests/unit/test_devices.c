@@ -12,6 +12,9 @@
 
 #include "check_main.h"
 #include "devices.h"
+#include "info_pb.h"
+#include "queue_settings.h"
+#include "update_pb.h"
 
 #define SCSI "devices/pci0000:00/0000:00:04.0/virtio1/host0/target0:0:0/0:0:0:0/block"
 #define SCSI2 "devices/pci0000:00/0000:00:05.0/virtio2/host1/target1:0:0/1:0:0:0/block"
@@ -639,6 +642,150 @@ START_TEST(test_ceph_shared_disk)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- queue settings -- */
+
+static void settings_tree(void)
+{
+	put("sys/" SCSI "/sda/queue/scheduler", "mq-deadline kyber [bfq] none\n");
+	put("sys/" SCSI "/sda/queue/iosched/slice_idle", "8\n");
+	put("sys/" SCSI "/sda/queue/iosched/low_latency", "1\n");
+	put("sys/" SCSI "/sda/queue/iosched/back_seek_max", "16384\n");
+	put("sys/" SCSI "/sda/queue/nr_requests", "64\n");
+	put("sys/" SCSI "/sda/queue/read_ahead_kb", "128\n");
+	put("sys/" SCSI "/sda/queue/write_cache", "write back\n");
+	put("sys/" SCSI "/sda/queue/wbt_lat_usec", "75000\n");
+	put("sys/" SCSI "/sda/queue/max_sectors_kb", "1280\n");
+	put("sys/" SCSI "/sda/queue/nomerges", "0\n");
+	put("sys/" SCSI "/sda/device/queue_depth", "32\n");
+	put("sys/" SCSI "/sda/device/rev", "2.5+\n");
+	put("sys/" VIRT "/dm-0/queue/scheduler", "none\n");
+	put("sys/" VIRT "/dm-0/queue/nr_requests", "12abc\n");
+	put("sys/" VIRT "/dm-0/queue/read_ahead_kb", "99999999999999999999999\n");
+	put("sys/" SCSI2 "/sdb/device/firmware_rev", "1B2QEXM7\n");
+	put("sys/" SCSI2 "/sdb/device/rev", "not this\n");
+}
+
+static void read_settings(const char *name, struct queue_settings *qs)
+{
+	char sys[PATH_MAX];
+
+	ck_assert_int_eq(queue_settings_read(at(sys, sizeof(sys), "sys"), name, qs), 0);
+}
+
+START_TEST(test_queue_settings)
+{
+	struct queue_settings qs;
+
+	settings_tree();
+	read_settings("sda", &qs);
+	ck_assert_str_eq(qs.scheduler, "bfq");
+	ck_assert_uint_eq(qs.n_schedulers, 4);
+	ck_assert_str_eq(qs.schedulers[0], "mq-deadline");
+	ck_assert_str_eq(qs.schedulers[2], "bfq");
+	ck_assert_str_eq(qs.schedulers[3], "none");
+	ck_assert_uint_eq(qs.n_iosched, 3);   /* sorted by name */
+	ck_assert_str_eq(qs.iosched[0].name, "back_seek_max");
+	ck_assert_str_eq(qs.iosched[0].value, "16384");
+	ck_assert_str_eq(qs.iosched[1].name, "low_latency");
+	ck_assert_str_eq(qs.iosched[2].name, "slice_idle");
+	ck_assert_str_eq(qs.iosched[2].value, "8");
+	ck_assert_int_eq(qs.nr_requests, 64);
+	ck_assert_int_eq(qs.read_ahead_kb, 128);
+	ck_assert_str_eq(qs.write_cache, "write back");
+	ck_assert_int_eq(qs.wbt_lat_usec, 75000);
+	ck_assert_int_eq(qs.max_sectors_kb, 1280);
+	ck_assert_int_eq(qs.nomerges, 0);
+	ck_assert_int_eq(qs.rotational, 1);
+	ck_assert_int_eq(qs.queue_depth, 32);
+	ck_assert_str_eq(qs.firmware, "2.5+");
+	/* a partition's settings are its disk's */
+	read_settings("sda1", &qs);
+	ck_assert_str_eq(qs.scheduler, "bfq");
+	ck_assert_int_eq(qs.queue_depth, 32);
+	ck_assert_uint_eq(qs.n_iosched, 3);
+	/* NVMe's firmware_rev first */
+	read_settings("sdb", &qs);
+	ck_assert_str_eq(qs.firmware, "1B2QEXM7");
+	ck_assert_str_eq(qs.scheduler, "");
+	ck_assert_int_eq(qs.rotational, 0);
+	/* a single scheduler without brackets is the one in use; no tunables; what does not
+	 * parse, and what the device has no file for, is -1 or "" */
+	read_settings("dm-0", &qs);
+	ck_assert_str_eq(qs.scheduler, "none");
+	ck_assert_uint_eq(qs.n_iosched, 0);
+	ck_assert_int_eq(qs.nr_requests, -1);
+	ck_assert_int_eq(qs.read_ahead_kb, -1);
+	ck_assert_int_eq(qs.queue_depth, -1);
+	ck_assert_int_eq(qs.wbt_lat_usec, -1);
+	ck_assert_str_eq(qs.write_cache, "");
+	ck_assert_str_eq(qs.firmware, "");
+}
+END_TEST
+
+START_TEST(test_queue_settings_bad_names)
+{
+	struct queue_settings qs;
+	char sys[PATH_MAX];
+
+	at(sys, sizeof(sys), "sys");
+	ck_assert_int_eq(queue_settings_read(sys, "", &qs), -EINVAL);
+	ck_assert_int_eq(queue_settings_read(sys, NULL, &qs), -EINVAL);
+	ck_assert_int_eq(queue_settings_read(sys, "..", &qs), -EINVAL);
+	ck_assert_int_eq(queue_settings_read(sys, "../../etc", &qs), -EINVAL);
+	ck_assert_int_eq(queue_settings_read(sys, "nosuch", &qs), -ENOENT);
+	ck_assert_int_eq(queue_settings_read(sys, "ghost", &qs), -ENOENT);
+	ck_assert_int_eq(qs.nr_requests, -1);
+}
+END_TEST
+
+/* GetInfo with device_settings: the cached Info's devices, each with its settings now */
+START_TEST(test_info_with_settings)
+{
+	Iopulse__V1__Info info = IOPULSE__V1__INFO__INIT;
+	Iopulse__V1__DeviceInfo a = IOPULSE__V1__DEVICE_INFO__INIT, b = a, c = a;
+	Iopulse__V1__DeviceInfo *devs[] = { &a, &b, &c };
+	struct hub_msg *in, *out;
+	Iopulse__V1__Info *got;
+	char sys[PATH_MAX];
+	uint8_t *buf;
+	size_t len;
+
+	settings_tree();
+	a.name = "sda";
+	b.name = "gone";
+	c.name = "dm-0";
+	info.hostname = "node1";
+	info.devices = devs;
+	info.n_devices = 3;
+	buf = pb_pack_alloc(&info.base, &len);
+	ck_assert_ptr_nonnull(buf);
+	in = hub_msg_new(buf, len);
+	out = info_with_settings(in, at(sys, sizeof(sys), "sys"));
+	ck_assert_ptr_nonnull(out);
+	got = iopulse__v1__info__unpack(NULL, out->len, out->buf);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got->hostname, "node1");
+	ck_assert_uint_eq(got->n_devices, 3);
+	ck_assert_ptr_nonnull(got->devices[0]->settings);
+	ck_assert_str_eq(got->devices[0]->settings->scheduler, "bfq");
+	ck_assert_uint_eq(got->devices[0]->settings->n_schedulers, 4);
+	ck_assert_uint_eq(got->devices[0]->settings->n_iosched, 3);
+	ck_assert_str_eq(got->devices[0]->settings->iosched[2]->key, "slice_idle");
+	ck_assert_str_eq(got->devices[0]->settings->iosched[2]->value, "8");
+	ck_assert_int_eq(got->devices[0]->settings->queue_depth, 32);
+	ck_assert_str_eq(got->devices[0]->settings->write_cache, "write back");
+	ck_assert_ptr_null(got->devices[1]->settings);   /* gone: none rather than made up */
+	ck_assert_int_eq(got->devices[2]->settings->nr_requests, -1);
+	iopulse__v1__info__free_unpacked(got, NULL);
+	hub_msg_unref(out);
+	/* the Info built every interval is not touched */
+	got = iopulse__v1__info__unpack(NULL, in->len, in->buf);
+	ck_assert_ptr_null(got->devices[0]->settings);
+	iopulse__v1__info__free_unpacked(got, NULL);
+	hub_msg_unref(in);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("devices");
@@ -670,6 +817,9 @@ int main(void)
 	tcase_add_test(tc, test_missing_root);
 	tcase_add_test(tc, test_globs);
 	tcase_add_test(tc, test_kdev);
+	tcase_add_test(tc, test_queue_settings);
+	tcase_add_test(tc, test_queue_settings_bad_names);
+	tcase_add_test(tc, test_info_with_settings);
 	suite_add_tcase(s, tc);
 
 	/* the OSD symlinks must resolve to block device nodes, which only root can make */

@@ -61,9 +61,12 @@ class FakeTelemetry(pb_grpc.TelemetryServicer):
     """Answers like iopulsed: headers at once on Subscribe, INVALID_ARGUMENT naming the field,
     one Update per period. Records requests, marks and stream ends for the tests."""
 
-    def __init__(self, period: float = 0.05, info_delay: float = 0.0) -> None:
+    def __init__(self, period: float = 0.05, info_delay: float = 0.0,
+                 scheduler: str = "mq-deadline", settings: bool = True) -> None:
         self.period = period
         self.info_delay = info_delay
+        self.scheduler = scheduler      # sdb's, in GetInfo with device_settings
+        self.settings = settings        # False: answers like a daemon that reads none
         self.requests: list[Any] = []
         self.marks: list[Any] = []
         self.streams_ended = threading.Semaphore(0)
@@ -84,6 +87,18 @@ class FakeTelemetry(pb_grpc.TelemetryServicer):
                       osd_id=3, osd_role="block", present=True)
         i.devices.add(name="dm-0", major=253, minor=0, dm_name="vg-lv", slaves=["sdb", "sdc"],
                       osd_id=-1, present=True)
+        if request.device_settings and self.settings:
+            i.devices[0].settings.CopyFrom(pb.DeviceSettings(
+                scheduler=self.scheduler, schedulers=["none", "mq-deadline", "bfq"],
+                iosched={"fifo_batch": "16", "read_expire": "500"}
+                if self.scheduler == "mq-deadline" else {},
+                nr_requests=64, queue_depth=32, read_ahead_kb=128, write_cache="write back",
+                wbt_lat_usec=75000, max_sectors_kb=1280, nomerges=0, rotational=1,
+                firmware="2.5+"))
+            i.devices[1].settings.CopyFrom(pb.DeviceSettings(
+                scheduler="none", schedulers=["none"], nr_requests=-1, queue_depth=-1,
+                read_ahead_kb=-1, wbt_lat_usec=-1, max_sectors_kb=512, nomerges=-1,
+                rotational=0))
         i.cost.CopyFrom(pb.AgentCost(bpf_stats=True, bpf_run_count=10, bpf_run_time_ns=4440,
                                      cpu_user_s=0.5, cpu_system_s=0.25, rss_bytes=25 << 20))
         return i

@@ -338,10 +338,12 @@ class Client:
             raise errors.malformed(self.target, method, e) from None
 
     # -- calls --
-    def info(self) -> Info:
-        """The daemon's version, kernel, histogram layout, devices, config and cost."""
+    def info(self, device_settings: bool = False) -> Info:
+        """The daemon's version, kernel, histogram layout, devices, config and cost; with
+        device_settings, also each device's queue settings as sysfs shows them now
+        (DeviceInfo.settings: None from a daemon that does not read them)."""
         reply = self._with_retry("GetInfo", lambda: self._stub.GetInfo(
-            pb.InfoRequest(), timeout=self.timeout))
+            pb.InfoRequest(device_settings=device_settings), timeout=self.timeout))
         return self._decode("GetInfo", lambda: Info.from_pb(reply))
 
     def snapshot(self, devices: Iterable[str] = (), threads: Iterable[str] = ()) -> Update:
@@ -395,12 +397,14 @@ class Client:
         return self._subscribe(True, interval_multiple, devices, threads, replay_seconds,
                                timeout, hold_session)
 
-    def info_raw(self) -> bytes:
-        """GetInfo's reply as packed bytes (decode with Info.from_pb(pb.Info.FromString(b)))."""
+    def info_raw(self, device_settings: bool = False) -> bytes:
+        """GetInfo's reply as packed bytes (decode with Info.from_pb(pb.Info.FromString(b)));
+        device_settings as for info()."""
         call = self._channel.unary_unary("/iopulse.v1.Telemetry/GetInfo",
                                          request_serializer=pb.InfoRequest.SerializeToString,
                                          response_deserializer=None)
-        return self._with_retry("GetInfo", lambda: call(pb.InfoRequest(), timeout=self.timeout))
+        return self._with_retry("GetInfo", lambda: call(
+            pb.InfoRequest(device_settings=device_settings), timeout=self.timeout))
 
     def _subscribe(self, raw: bool, interval_multiple: int, devices: Iterable[str],
                    threads: Iterable[str], replay_seconds: int, timeout: Optional[float],

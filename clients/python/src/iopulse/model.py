@@ -368,6 +368,55 @@ class HistogramLayout:
         return dataclasses.asdict(self)
 
 
+def _num(v: int) -> Optional[int]:
+    return None if v < 0 else v
+
+
+@dataclass
+class DeviceSettings:
+    """A device's queue settings as sysfs showed them when the daemon answered GetInfo with
+    device_settings (a partition's are its disk's). None: the device has no such file (another
+    kind of device, another kernel) or its content did not parse."""
+    scheduler: Optional[str]        # in use: none, mq-deadline, bfq, kyber
+    schedulers: list[str]           # offered
+    iosched: dict[str, str]         # the scheduler's tunables (queue/iosched/*), as printed
+    nr_requests: Optional[int]
+    queue_depth: Optional[int]      # device/queue_depth (SCSI, SATA)
+    read_ahead_kb: Optional[int]
+    write_cache: Optional[str]      # "write back" or "write through"
+    wbt_lat_usec: Optional[int]     # 0: writeback throttling off
+    max_sectors_kb: Optional[int]
+    nomerges: Optional[int]
+    rotational: Optional[bool]
+    firmware: Optional[str]         # device/firmware_rev (NVMe), device/rev (SCSI, SATA)
+    model: Optional[str] = None     # DeviceInfo.model: device/model, or a loop device's file
+
+    KEYS = ("scheduler", "nr_requests", "queue_depth", "read_ahead_kb", "write_cache",
+            "wbt_lat_usec", "max_sectors_kb", "nomerges", "rotational", "firmware", "model")
+
+    @classmethod
+    def from_pb(cls, msg: Any, model: str = "") -> "DeviceSettings":
+        return cls(msg.scheduler or None, list(msg.schedulers), dict(sorted(msg.iosched.items())),
+                   _num(msg.nr_requests), _num(msg.queue_depth), _num(msg.read_ahead_kb),
+                   msg.write_cache or None, _num(msg.wbt_lat_usec), _num(msg.max_sectors_kb),
+                   _num(msg.nomerges), None if msg.rotational < 0 else bool(msg.rotational),
+                   msg.firmware or None, model or None)
+
+    def flat(self) -> dict[str, str]:
+        """Every setting the device has, as text, the tunables as iosched.NAME: what two
+        recordings' settings are compared by."""
+        out = {}
+        for k in self.KEYS:
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = str(int(v)) if isinstance(v, bool) else str(v)
+        out.update({f"iosched.{k}": v for k, v in self.iosched.items()})
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 @dataclass
 class DeviceInfo:
     """A block device the daemon knows, with its labels."""
@@ -384,6 +433,7 @@ class DeviceInfo:
     present: bool
     holders: list[str] = field(default_factory=list)   # dm/md devices stacked on it
     disks: list[str] = field(default_factory=list)     # dm/md: disks at the bottom of its stack
+    settings: Optional[DeviceSettings] = None   # only when GetInfo was asked for them
 
     @property
     def dev(self) -> str:
@@ -393,11 +443,15 @@ class DeviceInfo:
     def from_pb(cls, msg: Any) -> "DeviceInfo":
         return cls(msg.name, msg.major, msg.minor, msg.model, msg.rotational,
                    msg.dm_name or None, list(msg.slaves), *_osd(msg.osd_id, msg.osd_role),
-                   msg.partition, msg.present, list(msg.holders), list(msg.disks))
+                   msg.partition, msg.present, list(msg.holders), list(msg.disks),
+                   DeviceSettings.from_pb(msg.settings, msg.model)
+                   if msg.HasField("settings") else None)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["dev"] = self.dev
+        if self.settings is None:
+            del d["settings"]
         return d
 
 

@@ -16,6 +16,7 @@ from typing import Any, Iterator, Optional
 from .._pb import iopulse_pb2 as pb
 from ..model import Info, PhaseMark, Update
 from ..phases.model import Phase, phases_of_run
+from .settings import HostSettings
 from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, MAX_HOSTS,
                       MAX_RECORD, read_varint, split_host)
 
@@ -41,7 +42,8 @@ class Host:
     index: int
     target: str = ""
     hostname: str = ""
-    info: Optional[Info] = None
+    info: Optional[Info] = None         # the latest Info (a restarted daemon sends another)
+    first_info: Optional[Info] = None   # the Info at the start: the device settings then
     windows: list[Window] = field(default_factory=list)
     marks: list[PhaseMark] = field(default_factory=list)
     label: str = ""             # unique in the run: the host name, with the target if needed
@@ -51,6 +53,12 @@ class Host:
     @property
     def name(self) -> str:
         return self.label or self.hostname or self.target or f"host{self.index}"
+
+    @property
+    def settings(self) -> Optional[HostSettings]:
+        """The host's device settings when the recording began; None if its daemon did not
+        report them."""
+        return HostSettings.from_info(self.name, self.first_info) if self.first_info else None
 
     @property
     def updates(self) -> list[Update]:
@@ -76,6 +84,17 @@ class Run:
     @property
     def complete(self) -> bool:
         return not self.damage and self.end is not None
+
+    @property
+    def settings(self) -> dict[str, HostSettings]:
+        """Each host's device settings when the recording began, by host name (Host.name),
+        for the hosts whose daemon reported them (see iopulse.record.settings)."""
+        out = {}
+        for h in self.hosts:
+            s = h.settings
+            if s is not None:
+                out[h.name] = s
+        return out
 
     def span_realtime_ns(self) -> tuple[int, int]:
         """The wall-clock time the run holds data for: from the earliest Update's start to
@@ -260,6 +279,8 @@ def _add(run: Run, kind: bytes, payload: bytes) -> None:
         h = run.host(host)
         h.info = Info.from_pb(pb.Info.FromString(data))
         h.hostname = h.info.hostname
+        if h.first_info is None:
+            h.first_info = h.info
     elif kind == KIND_SCHEMA:
         run.schema = payload
     # unknown kinds are skipped: newer writers may add some

@@ -166,7 +166,7 @@ class Recorder:
         infos = []
         try:
             for c in self.clients:
-                raw = c.info_raw()
+                raw = c.info_raw(device_settings=True)  # kept: the settings at the start
                 infos.append((raw, Info.from_pb(pb.Info.FromString(raw))))
         except BaseException:
             for c in self.clients:
@@ -186,6 +186,11 @@ class Recorder:
             self.writer.write_info(i, raw)
             self.streams.append(HostStream(self, i, c, info, replay_s))
         self.writer.flush()
+        for c, (_, info) in zip(self.clients, infos):
+            if info.devices and not any(d.settings for d in info.devices):
+                say(f"host {info.hostname or c.target}: its iopulsed "
+                    f"({info.version}) does not report device settings (an earlier build): "
+                    "the run has none for it")
         for s in self.streams:
             s.start()
         for s in self.streams:      # a mark made before a stream is up would be missed

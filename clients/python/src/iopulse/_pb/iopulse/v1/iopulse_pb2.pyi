@@ -22,7 +22,7 @@ class AgentCost(_message.Message):
     def __init__(self, bpf_run_time_ns: _Optional[int] = ..., bpf_run_count: _Optional[int] = ..., bpf_stats: bool = ..., cpu_user_s: _Optional[float] = ..., cpu_system_s: _Optional[float] = ..., rss_bytes: _Optional[int] = ...) -> None: ...
 
 class DeviceInfo(_message.Message):
-    __slots__ = ["disks", "dm_name", "holders", "major", "minor", "model", "name", "osd_id", "osd_role", "partition", "present", "rotational", "slaves"]
+    __slots__ = ["disks", "dm_name", "holders", "major", "minor", "model", "name", "osd_id", "osd_role", "partition", "present", "rotational", "settings", "slaves"]
     DISKS_FIELD_NUMBER: _ClassVar[int]
     DM_NAME_FIELD_NUMBER: _ClassVar[int]
     HOLDERS_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +35,7 @@ class DeviceInfo(_message.Message):
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     PRESENT_FIELD_NUMBER: _ClassVar[int]
     ROTATIONAL_FIELD_NUMBER: _ClassVar[int]
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
     SLAVES_FIELD_NUMBER: _ClassVar[int]
     disks: _containers.RepeatedScalarFieldContainer[str]
     dm_name: str
@@ -48,8 +49,44 @@ class DeviceInfo(_message.Message):
     partition: bool
     present: bool
     rotational: bool
+    settings: DeviceSettings
     slaves: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., model: _Optional[str] = ..., rotational: bool = ..., dm_name: _Optional[str] = ..., slaves: _Optional[_Iterable[str]] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ..., partition: bool = ..., present: bool = ..., holders: _Optional[_Iterable[str]] = ..., disks: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., model: _Optional[str] = ..., rotational: bool = ..., dm_name: _Optional[str] = ..., slaves: _Optional[_Iterable[str]] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ..., partition: bool = ..., present: bool = ..., holders: _Optional[_Iterable[str]] = ..., disks: _Optional[_Iterable[str]] = ..., settings: _Optional[_Union[DeviceSettings, _Mapping]] = ...) -> None: ...
+
+class DeviceSettings(_message.Message):
+    __slots__ = ["firmware", "iosched", "max_sectors_kb", "nomerges", "nr_requests", "queue_depth", "read_ahead_kb", "rotational", "scheduler", "schedulers", "wbt_lat_usec", "write_cache"]
+    class IoschedEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FIRMWARE_FIELD_NUMBER: _ClassVar[int]
+    IOSCHED_FIELD_NUMBER: _ClassVar[int]
+    MAX_SECTORS_KB_FIELD_NUMBER: _ClassVar[int]
+    NOMERGES_FIELD_NUMBER: _ClassVar[int]
+    NR_REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    READ_AHEAD_KB_FIELD_NUMBER: _ClassVar[int]
+    ROTATIONAL_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULERS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULER_FIELD_NUMBER: _ClassVar[int]
+    WBT_LAT_USEC_FIELD_NUMBER: _ClassVar[int]
+    WRITE_CACHE_FIELD_NUMBER: _ClassVar[int]
+    firmware: str
+    iosched: _containers.ScalarMap[str, str]
+    max_sectors_kb: int
+    nomerges: int
+    nr_requests: int
+    queue_depth: int
+    read_ahead_kb: int
+    rotational: int
+    scheduler: str
+    schedulers: _containers.RepeatedScalarFieldContainer[str]
+    wbt_lat_usec: int
+    write_cache: str
+    def __init__(self, scheduler: _Optional[str] = ..., schedulers: _Optional[_Iterable[str]] = ..., iosched: _Optional[_Mapping[str, str]] = ..., nr_requests: _Optional[int] = ..., queue_depth: _Optional[int] = ..., read_ahead_kb: _Optional[int] = ..., write_cache: _Optional[str] = ..., wbt_lat_usec: _Optional[int] = ..., max_sectors_kb: _Optional[int] = ..., nomerges: _Optional[int] = ..., rotational: _Optional[int] = ..., firmware: _Optional[str] = ...) -> None: ...
 
 class DeviceStats(_message.Message):
     __slots__ = ["discard", "flush", "fua", "fua_latency_ns", "holders", "major", "minor", "name", "osd_id", "osd_role", "preflush", "preflush_latency_ns", "read", "requeues", "seek_backward", "seek_distance_sectors", "seek_forward", "seek_sequential", "write"]
@@ -181,8 +218,10 @@ class Info(_message.Message):
     def __init__(self, version: _Optional[str] = ..., kernel: _Optional[str] = ..., attach_mode: _Optional[str] = ..., btf: bool = ..., histogram: _Optional[_Union[HistogramLayout, _Mapping]] = ..., devices: _Optional[_Iterable[_Union[DeviceInfo, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ..., cost: _Optional[_Union[AgentCost, _Mapping]] = ..., interval_ns: _Optional[int] = ..., ring_seconds: _Optional[int] = ..., started_realtime_ns: _Optional[int] = ..., last_seq: _Optional[int] = ..., subscribers: _Optional[int] = ..., fanout_ns: _Optional[int] = ..., fanout_streams: _Optional[int] = ..., open_phases: _Optional[_Iterable[_Union[PhaseMark, _Mapping]]] = ..., hostname: _Optional[str] = ..., limits: _Optional[_Union[ServerLimits, _Mapping]] = ..., ring_bytes: _Optional[int] = ...) -> None: ...
 
 class InfoRequest(_message.Message):
-    __slots__ = []
-    def __init__(self) -> None: ...
+    __slots__ = ["device_settings"]
+    DEVICE_SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    device_settings: bool
+    def __init__(self, device_settings: bool = ...) -> None: ...
 
 class MarkPhaseRequest(_message.Message):
     __slots__ = ["end", "labels", "name", "phase_id", "session"]
