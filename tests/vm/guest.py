@@ -24,7 +24,7 @@ import traceback
 
 import passthrough
 
-DRIVERS = ["nvme", "megaraid_sas", "ahci", "sd_mod", "virtio_scsi", "virtio_blk",
+DRIVERS = ["nvme", "megaraid_sas", "ahci", "sd_mod", "virtio_scsi", "virtio_blk", "sym53c8xx",
            "dm_mod", "raid1", "bfq"]
 # controller name -> the driver that binds somewhere above its disk in sysfs
 CONTROLLER_DRIVER = {
@@ -33,6 +33,7 @@ CONTROLLER_DRIVER = {
     "ahci": "ahci",
     "virtio-scsi": "virtio_scsi",
     "virtio-blk": "virtio_blk",
+    "lsi53c895a": "sym53c8xx",
 }
 OPS = ("read", "write", "discard", "flush")
 COVERAGE_GOAL = 0.9995
@@ -245,7 +246,7 @@ def workloads(disk, secs, size):
         ("libaio-qd16-randrw-4k", dict(rw="randrw", rwmixread=50, bs="4k", ioengine="libaio",
                                        iodepth=16)),
         ("psync-8jobs-randrw-4k", dict(rw="randrw", rwmixread=50, bs="4k", ioengine="psync",
-                                       numjobs=8, group_reporting=1)),
+                                       numjobs=8)),
         ("fdatasync-4k", dict(rw="randwrite", bs="4k", ioengine="psync", fdatasync=1)),
         ("seqwrite-1m", dict(rw="write", bs="1M", ioengine="libaio", iodepth=4)),
     ]
@@ -254,13 +255,18 @@ def workloads(disk, secs, size):
     return [(n, {**common, **o}) for n, o in w]
 
 
-def run_fio(name, opts):
-    argv = ["fio", "--output-format=json", f"--name={name}"]
-    argv += [f"--{k}={v}" for k, v in opts.items()]
+def run_fio(jobs):
+    """One fio process running jobs [(name, options)] at the same time (one fio start under
+    TCG costs about a second); its JSON output."""
+    argv = ["fio", "--output-format=json"]
+    for name, opts in jobs:
+        argv.append(f"--name={name}")
+        argv += [f"--{k}={v}" for k, v in opts.items()]
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        timeout=120)
     if r.returncode != 0:
-        raise RuntimeError(f"fio {name} exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        raise RuntimeError(f"fio {' '.join(n for n, _ in jobs)} exit {r.returncode}: "
+                           f"{r.stderr.strip()[-300:]}")
     out = r.stdout
     res = json.loads(out[out.index("{"):])     # fio may print notes before the JSON
     return res
@@ -290,17 +296,20 @@ def wait_idle_all(disks):
 
 
 def run_jobs(cell, jobs):
-    """Runs the fio jobs one after the other; their counts go into cell["jobs"]; returns
-    the fdatasync calls fio made."""
+    """Runs the fio jobs at the same time; their counts go into cell["jobs"]; returns the
+    fdatasync calls fio made."""
+    res = run_fio(jobs)
     fio_sync = 0
-    for name, opts in jobs:
-        res = run_fio(name, opts)
-        calls = fio_sync_calls(res)
+    for name, _ in jobs:
+        mine = {"jobs": [j for j in res["jobs"] if j["jobname"] == name]}
+        if not mine["jobs"]:
+            raise RuntimeError(f"fio reported nothing for job {name}")
+        calls = fio_sync_calls(mine)
         fio_sync += calls
         cell["jobs"][name] = {
-            "read": sum(j["read"]["total_ios"] for j in res["jobs"]),
-            "write": sum(j["write"]["total_ios"] for j in res["jobs"]),
-            "trim": sum(j.get("trim", {}).get("total_ios", 0) for j in res["jobs"]),
+            "read": sum(j["read"]["total_ios"] for j in mine["jobs"]),
+            "write": sum(j["write"]["total_ios"] for j in mine["jobs"]),
+            "trim": sum(j.get("trim", {}).get("total_ios", 0) for j in mine["jobs"]),
             "sync": calls}
     return fio_sync
 
@@ -395,6 +404,10 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
     cell.update({"fio_sync": fio_sync, "iopulse_sync": io_sync, "intervals": len(ivs),
                  "missed_events": sum(iv["drops"]["missed_events"] for iv in ivs)})
     r = cell["reasons"]
+    pt = cell["passthrough"]
+    if ctl == "nvme" and pt.get("diskstats_iostats_passthrough") == 0:
+        r.append("passthrough: the kernel counted none of the NVMe reads with "
+                 "iostats_passthrough 1: that path of iopulsed went untested")
     if ios_truth < 100:
         r.append(f"workload too small: {ios_truth} IOs in diskstats")
     for x in reasons:
@@ -416,12 +429,29 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
 def send_passthrough(disk, ctl):
     """PASSTHROUGH_N passthrough commands on the idle disk (passthrough.py), and how many of
     them the kernel counted in /proc/diskstats (5.10 counts them, 6.1 and 6.12 do not)."""
-    ds0 = wait_idle(disk)
-    kind = passthrough.send(disk, ctl, PASSTHROUGH_N)
-    ds1 = wait_idle(disk)
-    counted = sum(ds1[op] - ds0[op] for op in OPS)
+    def sent():
+        ds0 = wait_idle(disk)
+        kind = passthrough.send(disk, ctl, PASSTHROUGH_N)
+        ds1 = wait_idle(disk)
+        return kind, sum(ds1[op] - ds0[op] for op in OPS)
+
+    kind, counted = sent()
     log(f"{disk}: {PASSTHROUGH_N} x {kind}; diskstats counted {counted}")
-    return {"sent": PASSTHROUGH_N, "kind": kind, "diskstats": counted}
+    res = {"sent": PASSTHROUGH_N, "kind": kind, "diskstats": counted}
+    # 6.13+: the disk's queue/iostats_passthrough makes diskstats count those that move whole
+    # blocks through a bio with its disk set (NVMe's reads here)
+    attr = f"/sys/block/{disk}/queue/iostats_passthrough"
+    if os.path.exists(attr):
+        with open(attr, "w") as f:
+            f.write("1")
+        try:
+            kind, res["diskstats_iostats_passthrough"] = sent()
+        finally:
+            with open(attr, "w") as f:
+                f.write("0")
+        log(f"{disk}: with iostats_passthrough 1: diskstats counted "
+            f"{res['diskstats_iostats_passthrough']}")
+    return res
 
 
 # ---------------------------------------------------------------------- extra cells --

@@ -28,7 +28,7 @@ import time
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VMDIR = os.path.join(REPO, "tests", "vm")
 DISK_MIB = 256
-CONTROLLERS = ["nvme", "megaraid_sas", "ahci", "virtio-scsi", "virtio-blk"]
+CONTROLLERS = ["nvme", "megaraid_sas", "ahci", "virtio-scsi", "virtio-blk", "lsi53c895a"]
 BASE_SCHEDULERS = ["none", "mq-deadline"]
 # cells after the controller cells (guest.py EXTRA): cell -> its scheduler
 EXTRA = {"lvm-linear": "none", "lvm-striped": "none", "md-raid1": "none", "scsi-qd1": "none",
@@ -242,6 +242,9 @@ def qemu_opts(images, stack_images=()):
                   f"-device scsi-hd,drive=d-{ctl},bus=vscsi0.0,serial={ser}"]
         elif ctl == "virtio-blk":
             o += [drv, f"-device virtio-blk-pci,drive=d-{ctl},serial={ser}"]
+        elif ctl == "lsi53c895a":
+            o += ["-device lsi53c895a,id=lsi0", drv,
+                  f"-device scsi-hd,drive=d-{ctl},bus=lsi0.0,serial={ser}"]
         else:
             raise ValueError(ctl)
     return " ".join(o)

@@ -8,6 +8,7 @@ send(disk, controller, n) sends n of them and returns what each one was.
 """
 import ctypes
 import fcntl
+import mmap
 import os
 import struct
 
@@ -50,6 +51,20 @@ def nvme_flush(fd):
         raise OSError(f"NVMe flush: status {rc:#x}")
 
 
+def nvme_read(fd):
+    """An NVMe Read of logical block 0 (one block: 512 bytes here) through the namespace's IO
+    passthrough ioctl: a passthrough request that moves whole sectors, the kind 6.13+ counts
+    on a disk whose queue/iostats_passthrough is 1."""
+    nsid = fcntl.ioctl(fd, NVME_IOCTL_ID)
+    buf = mmap.mmap(-1, 4096)                       # page-aligned for the mapping
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    cmd = bytearray(struct.pack(NVME_CMD, 0x02, 0, 0, nsid, 0, 0, 0, addr, 0, 512,
+                                0, 0, 0, 0, 0, 0, 10000, 0))   # SLBA 0, NLB 0 (one block)
+    rc = fcntl.ioctl(fd, NVME_IOCTL_IO_CMD, cmd)
+    if rc:
+        raise OSError(f"NVMe read: status {rc:#x}")
+
+
 def send(disk, controller, n):
     """n passthrough commands on /dev/DISK; the kind sent."""
     if controller == "virtio-blk":
@@ -60,9 +75,9 @@ def send(disk, controller, n):
     fd = os.open(f"/dev/{disk}", os.O_RDONLY | os.O_NONBLOCK)
     try:
         if controller == "nvme":
-            for _ in range(n):
-                nvme_flush(fd)
-            return "NVMe Flush (IO passthrough)"
+            for i in range(n):
+                (nvme_read if i % 2 else nvme_flush)(fd)
+            return "NVMe Flush and 512-byte Read (IO passthrough)"
         for _ in range(n):
             scsi_test_unit_ready(fd)
         return "SCSI TEST UNIT READY (SG_IO)"
