@@ -19,8 +19,8 @@ def main():
         res = json.load(f)
     kernels = {k["label"]: k for k in res["kernels"]}
     print("| kernel | controller | scheduler | IOs (diskstats) | IOs (iopulse) | timed "
-          "| fdatasync (fio / iopulse) | iopulsed | result |")
-    print("|---|---|---|---:|---:|---:|---:|---|---|")
+          "| fdatasync (fio / iopulse) | passthrough (sent / diskstats) | iopulsed | result |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---|---|")
     for c in res["cells"]:
         k = kernels.get(c["kernel"], {})
         kname = f"{c['kernel']} ({k.get('version', '?')})"
@@ -35,6 +35,12 @@ def main():
         sync = "-"
         if "fio_sync" in c:
             sync = f"{c['fio_sync']} / {'off' if c.get('sync_off') else c['iopulse_sync']}"
+        pt = c.get("passthrough")
+        pts = "-"
+        if pt:
+            pts = f"{pt['sent']} / {pt['diskstats']}"
+            if "diskstats_iostats_passthrough" in pt:
+                pts += f"; {pt['diskstats_iostats_passthrough']} with iostats_passthrough"
         result = "pass" if not c["reasons"] else \
             ("known failure: " if c.get("known") else "**FAIL**: ") + "; ".join(c["reasons"])
         ctl = c["controller"]
@@ -44,11 +50,11 @@ def main():
                 ctl += f", {c['requeues']} requeues"
         print(f"| {esc(kname)} | {esc(ctl)} | {c['scheduler']} "
               f"| {c.get('diskstats_ios', '-')} | {c.get('iopulse_ios', '-')} | {cov} "
-              f"| {sync} | {esc(feat)} | {esc(result)} |")
+              f"| {sync} | {esc(pts)} | {esc(feat)} | {esc(result)} |")
     print()
     print(f"{res.get('passed', '?')} cells passed, {res.get('failed', '?')} failed, "
           f"{res.get('known', 0)} known failures (tests/vm/known-failures.txt); "
-          f"fio jobs of {res.get('fio_seconds')} s each under qemu TCG "
+          f"fio jobs of {res.get('fio_seconds')} s, all at once, under qemu TCG "
           f"(counts are exact, timings mean nothing); {res.get('seconds', 0):.0f} s in all.")
 
 
