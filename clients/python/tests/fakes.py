@@ -23,8 +23,9 @@ def hist(values: list[int], k: int = K) -> Any:
 
 
 def make_update(seq: int, first_seq: Optional[int] = None, devices: tuple[str, ...] = ("sdb",),
-                with_thread: bool = True) -> Any:
-    """An Update like the daemon's: per device 100 writes of 4 KiB with known latencies."""
+                with_thread: bool = True, reads: int = 0) -> Any:
+    """An Update like the daemon's: per device 100 writes of 4 KiB with known latencies (and
+    reads of 64 KiB, 2 ms each)."""
     first = seq if first_seq is None else first_seq
     u = pb.Update(seq=seq, first_seq=first, merged=seq - first + 1, precision=K,
                   start_realtime_ns=T0_REAL + (first - 1) * INTERVAL_NS,
@@ -39,6 +40,11 @@ def make_update(seq: int, first_seq: Optional[int] = None, devices: tuple[str, .
         d.write.queue_wait_ns.CopyFrom(hist([20_000] * 50 + [40_000] * 49 + [5_000_000]))
         d.write.service_ns.CopyFrom(hist([100_000] * 99 + [2_000_000]))
         d.write.size_bytes.CopyFrom(hist([4096] * 100))
+        if reads:
+            d.read.ios, d.read.bytes = reads, reads * 65536
+            d.read.service_ns.CopyFrom(hist([2_000_000] * reads))
+            d.read.total_ns.CopyFrom(hist([2_100_000] * reads))
+            d.read.size_bytes.CopyFrom(hist([65536] * reads))
         d.flush.ios = 10
         d.flush.service_ns.CopyFrom(hist([300_000] * 10))
         d.preflush_latency_ns.CopyFrom(hist([500_000] * 9 + [9_000_000]))
@@ -62,11 +68,14 @@ class FakeTelemetry(pb_grpc.TelemetryServicer):
     one Update per period. Records requests, marks and stream ends for the tests."""
 
     def __init__(self, period: float = 0.05, info_delay: float = 0.0,
-                 scheduler: str = "mq-deadline", settings: bool = True) -> None:
+                 scheduler: str = "mq-deadline", settings: bool = True,
+                 devices: tuple[str, ...] = ("sdb",), reads: int = 0) -> None:
         self.period = period
         self.info_delay = info_delay
         self.scheduler = scheduler      # sdb's, in GetInfo with device_settings
         self.settings = settings        # False: answers like a daemon that reads none
+        self.devices = devices          # in each Update unless the request names some
+        self.reads = reads              # per device and Update
         self.requests: list[Any] = []
         self.marks: list[Any] = []
         self.streams_ended = threading.Semaphore(0)
@@ -140,7 +149,8 @@ class FakeTelemetry(pb_grpc.TelemetryServicer):
         seq, m = 0, request.interval_multiple
         while context.is_active():
             seq += m
-            yield make_update(seq, seq - m + 1, devices=tuple(request.devices) or ("sdb",))
+            yield make_update(seq, seq - m + 1, devices=tuple(request.devices) or self.devices,
+                              reads=self.reads)
             time.sleep(self.period)
 
 

@@ -9,6 +9,9 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+import screen
 from fakes import T0_REAL
 from iopulse.cli import main
 from test_cli import SRC
@@ -33,11 +36,17 @@ def test_top_once_prints_devices_and_threads(fake_daemon, capsys):
     target, _ = fake_daemon()
     assert main(["--target", target, "top", "--once"]) == 0
     out = capsys.readouterr().out
-    for text in ("IOPS", "MB/s", "qwait p99", "svc p50", "seq %", "flush/s", "flush p99",
-                 "sdb (osd.3 block)", "bstore_kv_sync", "4242/4250", "busiest sync threads"):
+    heads = screen.all_headers(out)
+    for text in ("IOPS", "MB/s", "MiB/s", "qwait p99 (µs)", "svc p50 (µs)", "seq %",
+                 "flushes/s", "preflush p99 (µs)", "total p99 (µs)", "calls/s", "p99 (µs)"):
+        assert text in heads, (text, heads, out)
+    for text in ("sdb (osd.3 block)", "bstore_kv_sync", "4242/4250", "busiest sync threads"):
         assert text in out, (text, out)
-    assert "100" in out and "75" in out                      # IOPS and seq %
-    assert "20.5us" in out or "20us" in out or "us" in out    # latencies carry units
+    (dev,) = [t for t in screen.tables(out) if "device" in t.headers and "op" in t.headers]
+    # IOPS, MB/s, MiB/s, qwait p50 and p99 in µs (bucket midpoints), ..., seq %
+    cells = dev.rows[0].split()
+    assert cells[:8] == ["sdb", "(osd.3", "block)", "write", "100", "0.41", "0.39", "20.2"] \
+        and "75.0" in cells, dev.rows
 
 
 def test_snapshot_info_and_mark(fake_daemon, capsys):
@@ -194,3 +203,73 @@ def test_sigint_stops_top_started_with_sigint_ignored(fake_daemon):
         p.stdout.close()
         p.stderr.close()
     assert rc == 130
+
+
+def _on_pty(argv: list[str], cols: int, until: bytes, count: int, rows: int = 60,
+            interrupt: bool = False) -> tuple[str, int]:
+    """Runs argv on a pseudo-terminal of cols x rows (its size set on the terminal, as a
+    terminal emulator does, not through $COLUMNS); (what it showed as text, exit status)."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = {k: v for k, v in _env().items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
+                         close_fds=True)
+    os.close(slave)
+    try:
+        out = _read_until(master, until, count, timeout=30)
+        if interrupt:
+            p.send_signal(signal.SIGINT)
+        rc = p.wait(10)
+        out += _read_until(master, b"\0", 1, timeout=0.3)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        os.close(master)
+    return screen.plain(out), rc
+
+
+TOP_HEADERS = ["device", "op", "IOPS", "MB/s", "MiB/s", "qwait p50 (µs)", "qwait p99 (µs)",
+               "svc p50 (µs)", "svc p99 (µs)", "total p99 (µs)", "seq %", "flushes/s",
+               "preflush p99 (µs)", "thread", "pid/tid", "process", "OSD", "calls/s",
+               "p99 (µs)"]
+DEVICES = ("sdb", "loop0", "loop12345", "nvme0n1", "dm-0")
+
+
+@pytest.mark.parametrize("cols", [80, 120, 180])
+def test_top_on_a_terminal_shows_every_column_whole(fake_daemon, cols):
+    target, _ = fake_daemon(devices=DEVICES, reads=30)
+    text, rc = _on_pty([sys.executable, "-m", "iopulse", "--target", target, "top", "--once",
+                        "--merge"], cols, b"busiest sync threads", 1)
+    assert rc == 0 and "Traceback" not in text, text
+    assert "…" not in text and screen.widest(text) <= cols, text
+    heads = screen.all_headers(text)
+    assert [h for h in TOP_HEADERS if h not in heads] == [], (heads, text)
+    for t in screen.tables(text):
+        if "IOPS" in t.headers:
+            i = t.headers.index("IOPS")
+            firsts = [r.split() for r in t.rows if r[1:2].strip()]
+            assert {x[0] for x in firsts} >= set(DEVICES) - {"sdb"}, t.rows
+            # whole numbers: 30 reads and 100 writes a second, 130 together
+            lines = [r.split() for r in t.rows]
+            assert ["loop0", "read", "30.0"] == next(x for x in lines if x[0] == "loop0")[:3]
+            assert any(x[:2] == ["all", "130"] for x in lines), lines
+            assert t.headers[i - 1] == "op"
+    assert "sdb (osd.3 block)" in text and "(merged) 2 loop devices" in text
+
+
+def test_live_top_at_80_columns_cuts_nothing(fake_daemon):
+    target, _ = fake_daemon(period=0.1, devices=DEVICES, reads=30)
+    text, rc = _on_pty([sys.executable, "-m", "iopulse", "--target", target, "top"], 80,
+                       b"busiest sync threads", 3, interrupt=True)
+    assert rc == 130 and "Traceback" not in text, text[-3000:]
+    assert "…" not in text, text[-3000:]
+    frame = text[text.rfind("iopulse top"):]
+    for name in DEVICES[1:] + ("sdb (osd.3 block)",):
+        assert name in frame, (name, frame)
+    heads = screen.all_headers(text)
+    assert [h for h in TOP_HEADERS if h not in heads] == [], heads

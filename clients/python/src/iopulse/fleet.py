@@ -11,10 +11,10 @@ from typing import Any, Optional, Sequence
 
 from .client import Client
 from .errors import IopulseError
-from .histogram import Histogram
-from .model import Update
-from .render import (DATA_OPS, LATENCY_OPS, DeviceRow, busiest_threads, device_rows, fmt_ns,
-                     fmt_num)
+from .model import DeviceInfo, Info, Update
+from .render import (DeviceRow, Merged, busiest_threads, device_grid, device_rows, merge_rows,
+                     merged_entries, thread_figures, thread_grid)
+from .textfit import Col, Fit
 
 
 @dataclass
@@ -22,6 +22,7 @@ class HostState:
     """What one target last said."""
     target: str
     host: str = ""                  # the daemon's hostname once connected
+    info: Optional[Info] = None     # its GetInfo answer when it connected
     update: Optional[Update] = None
     up: bool = False
     error: str = ""                 # why it is down
@@ -66,7 +67,8 @@ class Fleet:
         while not self._stop.is_set():
             try:
                 with Client(s.target, connect_deadline=self._deadline) as c:
-                    s.host = c.info().hostname or s.target
+                    s.info = c.info()
+                    s.host = s.info.hostname or s.target
                     with c.subscribe(interval_multiple=self._multiple, **self._subscribe) as sub:
                         for u in sub:
                             s.update, s.up, s.error, s.down_since = u, True, "", None
@@ -108,58 +110,45 @@ class FleetRow:
     row: DeviceRow
 
 
-def fleet_rows(fleet: Fleet, globs: Sequence[str] = (), sort: str = "iops") -> list[FleetRow]:
+def _infos(s: HostState) -> dict[str, DeviceInfo]:
+    return {d.name: d for d in s.info.devices} if s.info is not None else {}
+
+
+def host_identity(s: HostState) -> str:
+    """What tells two daemons on one host from daemons on two hosts: the hostname they
+    report (the wire carries no other host id), else the target."""
+    return s.info.hostname if s.info is not None and s.info.hostname else (s.host or s.target)
+
+
+def fleet_rows(fleet: Fleet, globs: Sequence[str] = (), sort: str = "iops",
+               classes: Sequence[str] = ()) -> list[FleetRow]:
     """Device rows of every host that is up, sorted cluster-wide."""
     names = fleet.host_names()
     rows = [FleetRow(names[s.target], r) for s in fleet.states if s.up and s.update
-            for r in device_rows(s.update, globs, "name")]
-    keys = {"iops": lambda x: (-(x.row.iops or 0), x.host, x.row.name),
-            "mbps": lambda x: (-(x.row.mbps or 0), x.host, x.row.name),
-            "qwait": lambda x: (-(x.row.qwait_p99 or 0), x.host, x.row.name),
-            "svc": lambda x: (-(x.row.svc_p99 or 0), x.host, x.row.name),
-            "name": lambda x: (x.host, x.row.name)}
-    return sorted(rows, key=keys[sort])
+            for r in device_rows(s.update, globs, "name", _infos(s), classes)]
+    fig = {"iops": "ios_per_s", "mbps": "mb_per_s", "qwait": "qwait_p99_ns",
+           "svc": "svc_p99_ns"}.get(sort)
+    if fig is None:
+        return sorted(rows, key=lambda x: (x.host, x.row.name))
+    return sorted(rows, key=lambda x: (-(x.row.figure(fig) or 0), x.host, x.row.name))
 
 
-def merged_row(fleet: Fleet, globs: Sequence[str] = ()) -> Optional[DeviceRow]:
-    """Every shown device of every host that is up as one row: rates added, queue-wait and
-    service histograms merged bucket by bucket (exact), so its p99 is the p99 of all their
-    IOs. None when nothing is shown or precisions differ."""
-    import fnmatch
-    q = s_ = None
-    iops = mbps = 0.0
-    n = 0
-    for st in fleet.states:
-        u = st.update
-        if not st.up or u is None:
-            continue
-        for name, d in u.devices.items():
-            if globs and not any(fnmatch.fnmatchcase(name, g) for g in globs):
-                continue
-            if q is None:
-                q, s_ = Histogram(u.precision), Histogram(u.precision)
-            elif q.precision != u.precision:
-                return None
-            for op in LATENCY_OPS:
-                q.merge(d.ops[op].queue_wait_ns)
-                s_.merge(d.ops[op].service_ns)
-            iops += u.rate(sum(d.ops[op].ios for op in DATA_OPS)) or 0.0
-            mbps += u.rate(sum(d.ops[op].bytes for op in DATA_OPS) / 1e6) or 0.0
-            n += 1
-    if q is None or s_ is None:
-        return None
-    return DeviceRow(f"all {n} devices", iops, mbps,
-                     q.percentile(50) if q.count else None, q.percentile(99) if q.count else None,
-                     s_.percentile(50) if s_.count else None,
-                     s_.percentile(99) if s_.count else None, None, None, None)
+def merged_rows(fleet: Fleet, globs: Sequence[str] = (), classes: Sequence[str] = ()
+                ) -> tuple[list[Merged], list[str]]:
+    """The shown devices of every host that is up, merged per device class (see
+    render.merge_rows: never a device with one stacked on it, never one device twice)."""
+    names = fleet.host_names()
+    return merge_rows([(names[s.target], host_identity(s), r) for s in fleet.states
+                       if s.up and s.update
+                       for r in device_rows(s.update, globs, "name", _infos(s), classes)])
 
 
 def render_fleet(fleet: Fleet, what: str, globs: Sequence[str] = (), sort: str = "iops",
-                 nthreads: int = 10, merge: bool = False, live: bool = True) -> Any:
-    """The hosts' states, one device table across hosts (and the merged row), the busiest
-    sync threads of all hosts."""
-    from rich.console import Group
-    from rich.table import Table
+                 nthreads: int = 10, merge: bool = False, live: bool = True,
+                 classes: Sequence[str] = ()) -> Any:
+    """The hosts' states, one device table across hosts (and with merge a merged line per
+    device class), the busiest sync threads of all hosts; laid out at the width it is
+    printed at."""
     from rich.text import Text
 
     names = fleet.host_names()
@@ -176,35 +165,20 @@ def render_fleet(fleet: Fleet, what: str, globs: Sequence[str] = (), sort: str =
             lines.append(f"{names[s.target]}: DOWN since {since} ({s.error}); retrying")
         else:
             lines.append(f"{names[s.target]}: connecting")
-    dev = Table(title=f"{what}  {time.strftime('%H:%M:%S')}  {len(fleet.states)} hosts",
-                title_justify="left", expand=False)
-    for col in ("host", "device", "IOPS", "MB/s", "qwait p50", "qwait p99", "svc p50",
-                "svc p99", "seq %", "flush/s", "flush p99"):
-        dev.add_column(col, justify="left" if col in ("host", "device") else "right",
-                       no_wrap=True)
-    for fr in fleet_rows(fleet, globs, sort):
-        r = fr.row
-        dev.add_row(fr.host, r.name, fmt_num(r.iops), fmt_num(r.mbps, 2), fmt_ns(r.qwait_p50),
-                    fmt_ns(r.qwait_p99), fmt_ns(r.svc_p50), fmt_ns(r.svc_p99),
-                    fmt_num(r.seq_pct), fmt_num(r.flushes, 1), fmt_ns(r.flush_p99))
+    entries = [([fr.host, fr.row.name], fr.row.ops, fr.row.device_only)
+               for fr in fleet_rows(fleet, globs, sort, classes)]
+    notes: list[str] = []
     if merge:
-        m = merged_row(fleet, globs)
-        if m is not None:
-            dev.add_row("(merged)", m.name, fmt_num(m.iops), fmt_num(m.mbps, 2),
-                        fmt_ns(m.qwait_p50), fmt_ns(m.qwait_p99), fmt_ns(m.svc_p50),
-                        fmt_ns(m.svc_p99), "-", "-", "-", style="bold")
-    parts: list[Any] = [Text("\n".join(lines)), dev]
+        merged, notes = merged_rows(fleet, globs, classes)
+        entries += merged_entries(merged)
+    keys = [Col("host", left=True), Col("device", left=True)]
+    parts: list[Any] = [Text("\n".join(lines)), device_grid(
+        f"{what}  {time.strftime('%H:%M:%S')}  {len(fleet.states)} hosts", entries, keys)]
+    parts += [Text("merged: " + n) for n in notes]
     if nthreads > 0:
-        thr = Table(title="busiest sync threads", title_justify="left", expand=False)
-        for col in ("host", "thread", "process", "pid/tid", "device", "calls/s", "p99"):
-            thr.add_column(col, justify="left" if col in ("host", "thread", "process", "device")
-                           else "right", no_wrap=True)
-        rows = [(names[s.target], s.update, t) for s in fleet.states if s.up and s.update
-                for t in busiest_threads(s.update, nthreads)]
-        rows.sort(key=lambda x: -(x[1].rate(x[2].calls) or 0))
-        for host, u, t in rows[:nthreads]:
-            p99 = t.latency_ns.percentile(99) if t.latency_ns.count else None
-            thr.add_row(host, t.comm, t.process, t.who, t.where,
-                        fmt_num(u.rate(t.calls), 1), fmt_ns(p99))
-        parts.append(thr)
-    return Group(*parts)
+        rows = [([names[s.target]], t, thread_figures(s.update, t)) for s in fleet.states
+                if s.up and s.update for t in busiest_threads(s.update, nthreads)]
+        rows.sort(key=lambda x: -(x[2]["calls_per_s"] or 0))
+        parts.append(thread_grid("busiest sync threads", rows[:nthreads],
+                                 [Col("host", left=True)]))
+    return Fit(*parts)

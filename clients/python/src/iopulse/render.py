@@ -1,17 +1,26 @@
-"""Tables for `iopulse top` and `iopulse snapshot`: per-device rows, busiest sync threads, units."""
+"""Tables for `iopulse top` and `iopulse snapshot`: per device a line per op (reads, writes
+and, when a device did both, all of them), the busiest sync threads, merged rows.
+
+The figures are the report's (iopulse.report.metrics) over the Update's window: the live
+devices and threads are turned into the report's sums (report/live.py) first."""
 from __future__ import annotations
 
 import fnmatch
 import time
-from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
 
-from .histogram import Histogram
-from .model import DeviceStats, PhaseMark, ThreadSync, Update
+from .display import TOP_SPECS, TOP_THREAD_SPECS, Number, columns, shown_ops
+from .model import DeviceInfo, DeviceStats, PhaseMark, ThreadSync, Update
+from .report.aggregate import ALL, OPS, DeviceAgg
+from .report.labels import DISK, LOOP, MEMBER, PARTITION, STACKED, device_class
+from .report.live import device_agg, merged_figures, thread_agg
+from .report.metrics import device_figures, op_figures, thread_values
+from .textfit import Col, Fit, Grid
 
 SORT_KEYS = ("iops", "mbps", "qwait", "svc", "name")
-DATA_OPS = ("read", "write", "discard")   # counted in IOPS and MB/s
-LATENCY_OPS = ("read", "write")           # merged for the latency columns
+CLASSES = (DISK, PARTITION, LOOP, STACKED, MEMBER)
+Figures = dict[str, Optional[Number]]
 
 
 def fmt_ns(v: Optional[float]) -> str:
@@ -31,57 +40,150 @@ def fmt_num(v: Optional[float], digits: int = 0) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def _merged(d: DeviceStats, ops: Sequence[str], hist: str, k: int) -> Histogram:
-    h = Histogram(k)
-    for op in ops:
-        h.merge(getattr(d.ops[op], hist))
-    return h
+def live_class(d: DeviceStats, info: Optional[DeviceInfo]) -> str:
+    """A live device's place in the block stack (report.labels.device_class), from its
+    daemon's Info when it listed the device, else from the Update (holders: a member)."""
+    if info is None and d.holders and not d.name.startswith(("dm-", "md")):
+        return MEMBER
+    return device_class(d.name, info) or DISK
 
 
 @dataclass
 class DeviceRow:
-    """One line of the device table; rates per second of the Update's window."""
-    name: str
-    iops: Optional[float]
-    mbps: Optional[float]
-    qwait_p50: Optional[int]
-    qwait_p99: Optional[int]
-    svc_p50: Optional[int]
-    svc_p99: Optional[int]
-    seq_pct: Optional[float]
-    flushes: Optional[float]
-    flush_p99: Optional[int]
+    """One device over an Update's window: op_figures() of each op, device_figures()."""
+    name: str                       # as shown: 'sdb (osd.3 block)'
+    device: str                     # the kernel's name
+    dev: str                        # 'MAJOR:MINOR'
+    device_class: str
+    holders: list[str]
+    agg: DeviceAgg
+    seconds: float
+    ops: dict[str, Figures] = field(default_factory=dict)
+    device_only: Figures = field(default_factory=dict)
 
     @classmethod
-    def of(cls, u: Update, d: DeviceStats) -> "DeviceRow":
-        q = _merged(d, LATENCY_OPS, "queue_wait_ns", u.precision)
-        s = _merged(d, LATENCY_OPS, "service_ns", u.precision)
+    def of(cls, u: Update, d: DeviceStats, info: Optional[DeviceInfo] = None) -> "DeviceRow":
         label = d.name
         if d.osd_id is not None:
             label += f" (osd.{d.osd_id}{' ' + d.osd_role if d.osd_role else ''})"
-        mbytes = sum(d.ops[op].bytes for op in DATA_OPS) / 1e6
-        return cls(label, u.rate(sum(d.ops[op].ios for op in DATA_OPS)), u.rate(mbytes),
-                   q.percentile(50) if q.count else None, q.percentile(99) if q.count else None,
-                   s.percentile(50) if s.count else None, s.percentile(99) if s.count else None,
-                   d.sequential_pct, u.rate(d.ops["flush"].ios),
-                   d.preflush_latency_ns.percentile(99) if d.preflush_latency_ns.count else None)
+        a = device_agg(d)
+        s = u.duration_s
+        return cls(label, d.name, d.dev, live_class(d, info), list(d.holders), a, s,
+                   {op: op_figures(a.op(op), s) for op in OPS}, device_figures(a, s))
+
+    def figure(self, key: str) -> Optional[Number]:
+        return self.ops[ALL].get(key)
 
 
-def device_rows(u: Update, globs: Sequence[str] = (), sort: str = "iops") -> list[DeviceRow]:
-    """Rows of the devices whose name matches one of globs (all if none), sorted by sort:
-    iops, mbps (highest first), qwait, svc (highest p99 first) or name."""
-    rows = [DeviceRow.of(u, d) for name, d in u.devices.items()
+def _sort_key(sort: str) -> Any:
+    fig = {"iops": "ios_per_s", "mbps": "mb_per_s", "qwait": "qwait_p99_ns",
+           "svc": "svc_p99_ns"}.get(sort)
+    if fig is None:
+        return lambda r: (r.name,)
+    return lambda r: (-(r.figure(fig) or 0), r.name)
+
+
+def device_rows(u: Update, globs: Sequence[str] = (), sort: str = "iops",
+                infos: Optional[Mapping[str, DeviceInfo]] = None,
+                classes: Sequence[str] = ()) -> list[DeviceRow]:
+    """Rows of the devices whose name matches one of globs (all if none) and whose class is
+    one of classes (all if none), sorted by sort: iops, mbps (highest first), qwait, svc
+    (highest p99 first) or name. infos: the daemon's devices by name (for their class)."""
+    rows = [DeviceRow.of(u, d, (infos or {}).get(name)) for name, d in u.devices.items()
             if not globs or any(fnmatch.fnmatchcase(name, g) for g in globs)]
-    keys = {"iops": lambda r: (-(r.iops or 0), r.name), "mbps": lambda r: (-(r.mbps or 0), r.name),
-            "qwait": lambda r: (-(r.qwait_p99 or 0), r.name),
-            "svc": lambda r: (-(r.svc_p99 or 0), r.name), "name": lambda r: (r.name,)}
-    return sorted(rows, key=keys[sort])
+    if classes:
+        rows = [r for r in rows if r.device_class in classes]
+    return sorted(rows, key=_sort_key(sort))
+
+
+@dataclass
+class Merged:
+    """The shown devices of one class merged: counts and buckets added (percentiles of all
+    their IOs together), rates the sum of each device's rate."""
+    device_class: str
+    rows: list[tuple[str, DeviceRow]]       # (host, row) merged
+    ops: dict[str, Figures]
+    device_only: Figures
+
+    @property
+    def name(self) -> str:
+        n = len(self.rows)
+        what = {DISK: "disk", PARTITION: "partition", LOOP: "loop device",
+                STACKED: "stacked device", MEMBER: "member disk"}.get(self.device_class,
+                                                                       "device")
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def merge_rows(rows: Sequence[tuple[str, str, DeviceRow]]) -> tuple[list[Merged], list[str]]:
+    """(merged rows, notes) of the shown devices of every host, as (host name, host identity,
+    row): one merged row per device class, so that no IO is counted twice (an LV and the
+    disks under it, a loop device and the disk holding its file, a partition and its disk);
+    within a class a device below another shown device of it (a dm device under another) is
+    left out, and a device seen by two daemons of one host (the same host identity and
+    MAJOR:MINOR) is counted once. notes say what was left out."""
+    notes: list[str] = []
+    seen: dict[tuple[str, str], str] = {}
+    by_class: dict[str, list[tuple[str, str, DeviceRow]]] = {}
+    for host, ident, r in rows:
+        key = (ident, r.dev)
+        if key in seen:
+            notes.append(f"{r.device} of {host} is {seen[key]}'s {r.device}: counted once")
+            continue
+        seen[key] = host
+        by_class.setdefault(r.device_class, []).append((host, ident, r))
+    out = []
+    for cls in sorted(by_class, key=lambda c: (CLASSES + (c,)).index(c)):
+        members = by_class[cls]
+        names = {(ident, r.device) for _, ident, r in members}
+        keep = []
+        for host, ident, r in members:
+            over = [h for h in r.holders if (ident, h) in names]
+            if over:
+                notes.append(f"{r.device} of {host} is under {', '.join(over)}: left out")
+            else:
+                keep.append((host, r))
+        if keep:
+            ops, dev = merged_figures([(r.agg, r.seconds) for _, r in keep])
+            out.append(Merged(cls, keep, ops, dev))
+    return out, notes
+
+
+def device_grid(title: str, entries: Sequence[tuple[list[str], Mapping[str, Figures],
+                                                    Figures]], keys: list[Col]) -> Grid:
+    """The device table: keys (host, device) then an op column; a device's own figures (seq
+    %, flushes/s, preflush p99) on its first line, blank on its other lines."""
+    lines: list[tuple[list[str], dict[str, Any], bool]] = []
+    for key_cells, ops, dev in entries:
+        for n, op in enumerate(shown_ops(ops)):
+            lines.append(([c if n == 0 else "" for c in key_cells] + [op],
+                          {**ops[op], **dev}, n == 0))
+    cols, cells = columns(TOP_SPECS, [v for _, v, _ in lines])
+    own = {i for i, s in enumerate(TOP_SPECS) if s.group == "dev"}
+    g = Grid(title, keys + [Col("op", left=True)], cols)
+    for (k, _, first), row in zip(lines, cells):
+        g.add(k + [c if first or i not in own else "" for i, c in enumerate(row)])
+    return g
+
+
+def thread_grid(title: str, entries: Sequence[tuple[list[str], ThreadSync, Figures]],
+                keys: list[Col]) -> Grid:
+    vals = [dict(v, process=t.process, osd="-" if t.osd_id is None else str(t.osd_id),
+                 where=t.where) for _, t, v in entries]
+    cols, cells = columns(TOP_THREAD_SPECS, vals)
+    g = Grid(title, keys + [Col("thread", left=True), Col("pid/tid")], cols)
+    for (k, t, _), row in zip(entries, cells):
+        g.add(k + [t.comm, t.who] + row)
+    return g
 
 
 def busiest_threads(u: Update, n: int) -> list[ThreadSync]:
     """The n threads with the most sync calls in the window (none without calls)."""
     ts = [t for t in u.threads if t.calls]
     return sorted(ts, key=lambda t: (-t.calls, t.pid, t.tid))[:n]
+
+
+def thread_figures(u: Update, t: ThreadSync) -> Figures:
+    return thread_values(thread_agg(t), u.duration_s)
 
 
 def title(u: Update, what: str) -> str:
@@ -103,41 +205,41 @@ def open_phases_line(u: Update, open_now: Sequence[PhaseMark]) -> str:
     return f"phase now: {' > '.join(parts)} for {max(0.0, since):.1f} s"
 
 
+def merged_entries(merged: Sequence[Merged]) -> list[tuple[list[str], Mapping[str, Figures],
+                                                          Figures]]:
+    return [(["(merged)", m.name], m.ops, m.device_only) for m in merged]
+
+
 def render(u: Update, what: str, globs: Sequence[str] = (), sort: str = "iops",
-           nthreads: int = 10, open_now: Sequence[PhaseMark] = ()) -> Any:
-    """A rich renderable: the phase open now, the device table, the busiest sync threads,
+           nthreads: int = 10, open_now: Sequence[PhaseMark] = (),
+           infos: Optional[Mapping[str, DeviceInfo]] = None, classes: Sequence[str] = (),
+           merge: bool = False) -> Any:
+    """A rich renderable laid out at the width it is printed at: the phase open now, the
+    device table (and with merge a merged line per device class), the busiest sync threads,
     phase marks, drops."""
-    from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
-    dev = Table(title=title(u, what), title_justify="left", expand=False)
-    for col in ("device", "IOPS", "MB/s", "qwait p50", "qwait p99", "svc p50", "svc p99",
-                "seq %", "flush/s", "flush p99"):
-        dev.add_column(col, justify="left" if col == "device" else "right", no_wrap=True)
-    for r in device_rows(u, globs, sort):
-        dev.add_row(r.name, fmt_num(r.iops), fmt_num(r.mbps, 2), fmt_ns(r.qwait_p50),
-                    fmt_ns(r.qwait_p99), fmt_ns(r.svc_p50), fmt_ns(r.svc_p99),
-                    fmt_num(r.seq_pct), fmt_num(r.flushes, 1), fmt_ns(r.flush_p99))
-    parts: list[Any] = [dev]
+    rows = device_rows(u, globs, sort, infos, classes)
+    entries = [([r.name], r.ops, r.device_only) for r in rows]
+    keys = [Col("device", left=True)]
+    notes: list[str] = []
+    if merge:
+        merged, notes = merge_rows([("", "", r) for r in rows])
+        entries += [([f"(merged) {k[1]}"], o, d) for k, o, d in merged_entries(merged)]
+    parts: list[Any] = []
     line = open_phases_line(u, open_now)
     if line:
-        parts.insert(0, Text(line, style="bold"))
+        parts.append(Text(line, style="bold"))
+    parts.append(device_grid(title(u, what), entries, keys))
+    parts += [Text("merged: " + n) for n in notes]
     if nthreads > 0:
-        thr = Table(title="busiest sync threads", title_justify="left", expand=False)
-        for col in ("thread", "process", "pid/tid", "OSD", "device", "calls/s", "p99"):
-            thr.add_column(col, justify="left" if col in ("thread", "process", "device")
-                           else "right", no_wrap=True)
-        for t in busiest_threads(u, nthreads):
-            p99 = t.latency_ns.percentile(99) if t.latency_ns.count else None
-            thr.add_row(t.comm, t.process, t.who,
-                        "-" if t.osd_id is None else str(t.osd_id), t.where,
-                        fmt_num(u.rate(t.calls), 1), fmt_ns(p99))
-        parts.append(thr)
+        parts.append(thread_grid("busiest sync threads",
+                                 [([], t, thread_figures(u, t))
+                                  for t in busiest_threads(u, nthreads)], []))
     if u.phases:
         parts.append(Text("phases: " + ", ".join(
             f"{'end' if m.end else 'begin'} {m.name}" for m in u.phases)))
     drops = {k: v for k, v in u.drops.to_dict().items() if v}
     if drops:
         parts.append(Text("drops: " + ", ".join(f"{k} {v}" for k, v in drops.items())))
-    return Group(*parts)
+    return Fit(*parts)

@@ -8,7 +8,7 @@ from typing import Any, Optional
 from ..client import Client
 from ..errors import IopulseError
 from ..phases.live import OpenPhases
-from ..render import SORT_KEYS, render
+from ..render import CLASSES, SORT_KEYS, render
 from .common import EXIT_OK, console, int_at_least
 
 HELP = 'live per-device table and the busiest sync threads'
@@ -17,18 +17,27 @@ EXAMPLES = """examples:
   iopulse top --device 'sd*' --sort svc
   iopulse top --interval-multiple 10 --threads 20
   iopulse top --once                print one table and exit
-  iopulse top --target node1:7073 --target node2:7073 --merge
-                                    one table across hosts, and all their devices merged
+  iopulse top --class loop --merge   the loop devices, and one line of them all merged
+  iopulse top --target node1:7073 --target node2:7073 --device 'nvme*' --merge
+                                    one table across hosts, and their NVMe disks merged
+
+Per device a line for each op it did (read, write, discard) and, when it did more than one,
+a line of all of them together; the columns name their unit (µs, or ms where a column holds
+100 ms or more). MB/s is 10^6 bytes per second, MiB/s 2^20. seq %, flushes/s (flush requests
+sent to the device) and preflush p99 (requests carrying REQ_PREFLUSH: fsync barriers) are the
+device's, on its first line. Rates are per second of each Update's window; the figures are
+computed as in iopulse report. A terminal too narrow for every column gets the table folded
+into several, each with the device column; nothing is cut.
 
 With several --target (or a comma-separated $IOPULSE_TARGET) the table has a host column and
-is sorted cluster-wide; --merge adds a row whose percentiles are those of every shown device's
-IOs together (buckets merge exactly). A host that goes away is shown as DOWN and reconnected
-in the background; the others keep updating.
-
-IOPS and MB/s count reads, writes and discards; the queue wait and service columns merge
-reads and writes; flush/s is flush requests sent to the device, flush p99 the latency of
-requests carrying REQ_PREFLUSH (fsync barriers). Rates are per second of each Update's
-window. Ctrl-C leaves; without a terminal one table is printed per Update."""
+is sorted cluster-wide. --merge adds a line per device class shown (disk, partition, loop,
+stacked, member) whose percentiles are those of all their IOs together (buckets merge
+exactly): devices of different classes are never added up (a loop device's IO also reaches
+the disk holding its file, an LV's its disks), a device under another shown device of its
+class is left out, and a device seen by two daemons of one host (same hostname and
+MAJOR:MINOR) counts once; what was left out is said below the table. A host that goes away
+is shown as DOWN and reconnected in the background; the others keep updating.
+Ctrl-C leaves; without a terminal one table is printed per Update."""
 CONNECTS = True
 
 
@@ -42,8 +51,10 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--threads", type=int_at_least(0), default=10, metavar="N",
                    help="sync threads shown (default 10, 0: none)")
     s.add_argument("--once", action="store_true", help="print one table and exit")
+    s.add_argument("--class", dest="classes", action="append", choices=CLASSES, default=[],
+                   help="only devices of this class (repeatable)")
     s.add_argument("--merge", action="store_true",
-                   help="with several --target: a row merging every shown device")
+                   help="a line per device class merging the shown devices")
 
 
 def run_fleet(args: argparse.Namespace) -> int:
@@ -57,7 +68,8 @@ def run_fleet(args: argparse.Namespace) -> int:
     fleet = Fleet(args.targets, args.interval_multiple).start()
     try:
         def view() -> Any:
-            return render_fleet(fleet, what, args.device, args.sort, args.threads, args.merge)
+            return render_fleet(fleet, what, args.device, args.sort, args.threads, args.merge,
+                                classes=args.classes)
         if args.once or not con.is_terminal:
             deadline = time.monotonic() + max(5.0, args.connect_timeout)
             while not fleet.settled() and time.monotonic() < deadline:
@@ -89,13 +101,17 @@ def run(c: Client, args: argparse.Namespace) -> int:
     con = console()
     what = f"iopulse top {c.target}"
     phases: Optional[OpenPhases] = None
+    infos: dict[str, Any] = {}
 
     def table(u: Any) -> Any:
         nonlocal phases
         if phases is None:      # the phases open when we connected, then the marks we see
-            phases = OpenPhases(c.info().open_phases)
+            info = c.info()
+            phases = OpenPhases(info.open_phases)
+            infos.update({d.name: d for d in info.devices})
         phases.update(u)
-        return render(u, what, args.device, args.sort, args.threads, phases.now())
+        return render(u, what, args.device, args.sort, args.threads, phases.now(), infos,
+                      args.classes, args.merge)
 
     if args.once or not con.is_terminal:
         with c.subscribe(interval_multiple=args.interval_multiple) as sub:
