@@ -8,7 +8,7 @@ from fakes import make_update
 
 from iopulse.compare import compare
 from iopulse.record import RunWriter, load
-from iopulse.stats import t_two_sided_p, welch
+from iopulse.stats import student, t_quantile, t_two_sided_p, welch
 from iopulse._pb import iopulse_pb2 as pb
 
 
@@ -18,11 +18,23 @@ def test_t_distribution(t, df, p):
     assert t_two_sided_p(t, df) == pytest.approx(p, abs=2e-4)
 
 
-def test_welch_matches_the_textbook():
+@pytest.mark.parametrize("df, t", [(1, 12.7062), (2, 4.3027), (6, 2.4469), (1e6, 1.9600)])
+def test_t_quantile_is_the_inverse(df, t):
+    assert t_quantile(0.05, df) == pytest.approx(t, abs=1e-4)
+    assert t_two_sided_p(t_quantile(0.01, df), df) == pytest.approx(0.01, rel=1e-9)
+
+
+def test_student_and_welch_match_the_textbook():
+    # scipy.stats.ttest_ind(a, b) and ttest_ind(a, b, equal_var=False)
+    t, df, p, se = student([1, 2, 3, 4], [2, 3, 4, 5, 9])
+    assert (t, df, p) == pytest.approx((1.416280, 7, 0.199619), abs=1e-5)
+    assert se == pytest.approx(2.1 / t, rel=1e-9)
     t, df, p = welch([1, 2, 3, 4], [2, 3, 4, 5, 9])
     assert (t, df, p) == pytest.approx((1.5329, 5.9615, 0.17650), abs=1e-4)
-    assert welch([1], [2, 3]) is None
-    assert welch([5, 5], [5, 5])[2] == 1.0 and welch([5, 5], [6, 6])[2] == 0.0
+    assert welch([1], [2, 3]) is None and student([1], [2, 3]) is None
+    assert student([5, 5], [5, 5])[2] == 1.0 and student([5, 5], [6, 6])[2] == 0.0
+    # a floor for the pooled variance: identical runs still leave the values' resolution
+    assert student([5, 5], [6, 6], min_var=0.25)[2] == pytest.approx(0.1835, abs=1e-4)
 
 
 def make_run(path: str, iops: float, rnd: random.Random, seconds: int = 8) -> str:
