@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -425,4 +426,90 @@ def test_record_keeps_the_device_settings_at_the_start(loopdev, daemon, tmp_path
     assert (f"{lo.name}.iosched.fifo_batch", "7", "") in changes
     assert all(k.startswith(f"{lo.name}.scheduler") or k.startswith(f"{lo.name}.iosched.")
                or k == f"{lo.name}.nr_requests" for k, _, _ in changes), changes
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+TWO_JOBS = """[global]
+filename={dev}
+direct=1
+size=64M
+time_based=1
+runtime=1
+ioengine=psync
+
+[seqwrite]
+rw=write
+bs=64k
+
+[randread]
+stonewall
+rw=randread
+bs=4k
+"""
+
+
+def _issued(text: str) -> dict[str, list[int]]:
+    """Per job of fio's normal report, its 'issued rwts: total=R,W,T,S'."""
+    out, job = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^(\S+): \(groupid=", line)
+        if m:
+            job = m.group(1)
+        m = re.search(r"issued rwts: total=(\d+),(\d+),(\d+),(\d+)", line)
+        if m and job:
+            out[job] = [int(x) for x in m.groups()]
+    return out
+
+
+def test_fio_json_report_is_kept_and_the_output_is_as_asked(loopdev, daemon, tmp_path):
+    """fio's JSON report in the run, while stdout (or --output) holds what fio was asked to
+    print: no JSON where the user asked for none, their JSON where they asked for it."""
+    lo = loopdev("128M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    target = f"unix:{d.socket}"
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS.format(dev=lo.path))
+
+    # the default format to stdout: the normal report, and json+ in the run
+    out = str(tmp_path / "a.iopulse")
+    p = record(out, [target], ["fio", str(job)])
+    assert p.returncode == 0, p.stderr
+    assert "fio: its JSON report (json+) is kept in the run" in p.stderr
+    assert '"fio version"' not in p.stdout and "{" not in p.stdout
+    assert "Run status group 1 (all jobs)" in p.stdout and "Starting 2 processes" in p.stdout
+    issued = _issued(p.stdout)
+    run = load(out)
+    doc = run.fio_output
+    assert [j["jobname"] for j in doc["jobs"]] == ["seqwrite", "randread"]
+    for j in doc["jobs"]:       # the kept report is this run's: fio's counts in both agree
+        assert [j["read"]["total_ios"], j["write"]["total_ios"]] == issued[j["jobname"]][:2]
+    assert "bins" in doc["jobs"][1]["read"]["clat_ns"]            # json+
+    assert run.tool_outputs[0]["format"] == "json+" and run.tool_outputs[0]["added"]
+    # and fio's counts meet the block layer's in the marked phases
+    (seq,) = [ph for ph in run.phases() if ph.name == "seqwrite"]
+    writes = sum(u.devices[lo.name].ops["write"].ios
+                 for u in seq.updates(0, run.hosts[0].updates) if lo.name in u.devices)
+    want = doc["jobs"][0]["write"]["total_ios"]
+    assert abs(writes - want) <= 0.01 * want, (writes, want)
+
+    # JSON asked for, into a file: the file is fio's JSON, the same the run keeps
+    out = str(tmp_path / "b.iopulse")
+    fio_json = tmp_path / "fio.json"
+    p = record(out, [target], ["fio", "--output-format=json", f"--output={fio_json}",
+                               str(job)])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ""
+    assert load(out).fio_output == json.loads(fio_json.read_text())
+    assert load(out).tool_outputs[0]["format"] == "json"
+
+    # the normal report into a file: no JSON in it
+    out = str(tmp_path / "c.iopulse")
+    txt = tmp_path / "fio.txt"
+    txt.write_text("x" * 100000)        # fio truncates it: so does the copy
+    p = record(out, [target], ["fio", "--output", str(txt), str(job)])
+    assert p.returncode == 0, p.stderr
+    text = txt.read_text()
+    assert '"fio version"' not in text and "Run status group 1" in text
+    assert _issued(text) and set(_issued(text)) == {"seqwrite", "randread"}
+    assert load(out).fio_output["jobs"][0]["jobname"] == "seqwrite"
     assert d.stop(signal.SIGTERM) == 0, d.describe()

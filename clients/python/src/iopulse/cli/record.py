@@ -28,9 +28,12 @@ rados-bench-MODE with its pool, threads, object size and seconds). fio's jobs be
 their own, marked by hooks fio runs right before each job's first IO and after its last
 (labels rw, bs, iodepth, numjobs, ioengine); a stonewall group of several jobs gets a phase
 around them. A CBT run's benchmark runs are read from its --archive when it ends (edges from
-their outputs, accuracy stated). Commands run under the recording see $IOPULSE_SESSION, $IOPULSE_RECORD (the hook
-socket: `iopulse mark` run by the command marks on every target through it) and
-$IOPULSE_TARGET. Ctrl-C is passed on to the command; iopulse record exits with
+their outputs, accuracy stated). When the command is fio, the run also keeps fio's JSON
+report (json+ added to the formats you chose and taken out again on its way to your terminal
+or --output file; with json or json+ chosen, that one is copied), and each target's device
+settings at the start are kept for any command. Commands run under the recording see
+$IOPULSE_SESSION, $IOPULSE_RECORD (the hook socket: `iopulse mark` run by the command marks
+on every target through it) and $IOPULSE_TARGET. Ctrl-C is passed on to the command; iopulse record exits with
 the command's exit status. Then: iopulse report RUN."""
 CONNECTS = False
 
@@ -74,6 +77,9 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                    help="a label of that phase, e.g. config=B (repeatable)")
     s.add_argument("--no-detect", action="store_true",
                    help="do not add phases for the command's own steps (fio jobs)")
+    s.add_argument("--no-fio-json", action="store_true",
+                   help="do not keep a copy of fio's JSON report in the run (fio's output is "
+                        "then not passed through record at all)")
     s.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the command to run and record")
 
@@ -82,8 +88,9 @@ class _Child:
     """The recorded command: started in our process group (a terminal's Ctrl-C reaches it
     directly); a SIGINT or SIGTERM sent to iopulse record alone is passed on."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(argv, env=env)
+    def __init__(self, argv: list[str], env: dict[str, str],
+                 stdout: Optional[int] = None) -> None:
+        self.proc = subprocess.Popen(argv, env=env, stdout=stdout)
         self.interrupted = False
         self._old: dict[int, Any] = {}
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -175,6 +182,41 @@ def _unmarked(plan: Any, broker: Broker, cmd: list[str], say: Any) -> int:
     return lost
 
 
+def _fio_output(argv: list[str], tmp: str, say: Any) -> tuple[list[str], Any]:
+    """fio's command line that also prints its JSON report, and the relay that copies it
+    (None when fio's output is left alone)."""
+    from ..record import fio_output
+
+    p = fio_output.plan(argv)
+    if p is None:
+        say("fio: client/server mode: its JSON report is not kept")
+        return argv, None
+    try:
+        relay = fio_output.Relay(p, tmp)
+    except OSError as e:
+        say(f"fio: its JSON report is not kept ({p.output_file or 'stdout'}: "
+            f"{e.strerror or e})")
+        return argv, None
+    return p.argv, relay
+
+
+def _keep_fio_output(relay: Any, rec: Recorder, say: Any) -> None:
+    from ..record import fio_output
+
+    doc = relay.finish()
+    if doc is None:
+        say(f"fio: {relay.error}: the run has no copy of its report")
+        return
+    if relay.error:
+        say(f"fio: {relay.error}")
+    try:
+        rec.event(fio_output.record_event(doc, relay.plan, relay.tap.reports))
+    except ValueError as e:         # larger than a record may be
+        say(f"fio: its JSON report is not kept: {e}")
+        return
+    say(f"fio: its JSON report ({relay.plan.format}) is kept in the run")
+
+
 def _no_keys(key: str) -> list[Any]:
     raise LookupError(f"no phases for hook key {key!r}")
 
@@ -238,9 +280,16 @@ def run(args: argparse.Namespace) -> int:
                         say(f"fio: {len(plan.jobs)} job(s) in "
                             f"{len({j.group for j in plan.jobs})} stonewall group(s) become "
                             "phases")
+                relay = None
+                if not args.no_fio_json and os.path.basename(cmd[0]) == "fio":
+                    argv, relay = _fio_output(argv, tmp, say)
                 # hooks, and `iopulse mark` run by the command, mark through us on every host
                 broker = Broker(sock, phases_of, rec.begin, rec.end, hosts=len(rec.clients))
-                rc, status = _run_command(argv, env, args.duration, say)
+                try:
+                    rc, status = _run_command(argv, env, args.duration, say, relay)
+                finally:
+                    if relay is not None:
+                        _keep_fio_output(relay, rec, say)
                 cmd_rc, lost = rc, rec.mark_errors
                 if plan is not None and plan.jobs and status == "ok":
                     lost += _unmarked(plan, broker, cmd, say)
@@ -264,12 +313,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_command(argv: list[str], env: dict[str, str], limit: Optional[float],
-                 say: Any) -> tuple[int, str]:
+                 say: Any, relay: Any = None) -> tuple[int, str]:
     try:
-        child = _Child(argv, env)
+        child = _Child(argv, env, relay.child_stdout if relay is not None else None)
     except OSError as e:
         say(f"cannot run {argv[0]}: {e.strerror}")
         return 127 if isinstance(e, FileNotFoundError) else 126, "not started"
+    if relay is not None:
+        relay.started()
     try:
         rc = child.wait(limit)
         if rc is None:

@@ -76,6 +76,7 @@ class Run:
     header: dict[str, Any] = field(default_factory=dict)
     hosts: list[Host] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)   # JSON records but the header
+    tool_outputs: list[dict[str, Any]] = field(default_factory=list)   # 'tool_output' records
     end: Optional[dict[str, Any]] = None
     schema: bytes = b""
     damage: str = ""            # why reading stopped early ("" for a complete file)
@@ -95,6 +96,17 @@ class Run:
             if s is not None:
                 out[h.name] = s
         return out
+
+    @property
+    def fio_output(self) -> Optional[dict[str, Any]]:
+        """fio's JSON report of the recorded command, parsed as fio wrote it (json+ when
+        record added the format, else the json or json+ the command asked for); None when the
+        command was not fio or no report was kept. fio's own numbers: jobs[i]["read"]["iops"],
+        ["clat_ns"]["percentile"], ["sync"]["lat_ns"] ..."""
+        for ev in self.tool_outputs:
+            if ev.get("tool") == "fio" and isinstance(ev.get("output"), dict):
+                return ev["output"]
+        return None
 
     def span_realtime_ns(self) -> tuple[int, int]:
         """The wall-clock time the run holds data for: from the earliest Update's start to
@@ -271,6 +283,8 @@ def _add(run: Run, kind: bytes, payload: bytes) -> None:
             h.target = obj.get("target", "")
         elif t == "end":
             run.end = obj
+        elif t == "tool_output":
+            run.tool_outputs.append(obj)
         else:
             _check_event(obj)
             run.events.append(obj)
