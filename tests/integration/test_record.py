@@ -513,3 +513,52 @@ def test_fio_json_report_is_kept_and_the_output_is_as_asked(loopdev, daemon, tmp
     assert _issued(text) and set(_issued(text)) == {"seqwrite", "randread"}
     assert load(out).fio_output["jobs"][0]["jobname"] == "seqwrite"
     assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
+def test_phases_import_refuses_other_runs_and_duplicates(loopdev, daemon, tmp_path):
+    """fio's JSON of another run is refused (it was accepted and then left out of every
+    report); importing twice is refused, --replace imports once; fio 3.33's edge error on
+    2 s jobs is said, and --trim-edges trims the job it can."""
+    lo = loopdev("128M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    target = f"unix:{d.socket}"
+    job = tmp_path / "two.fio"
+    job.write_text(TWO_JOBS.format(dev=lo.path).replace("runtime=1", "runtime=2"))
+    runs = {}
+    for name in ("a", "b"):
+        out, js = str(tmp_path / f"{name}.iopulse"), tmp_path / f"{name}.json"
+        p = record(out, [target], ["fio", "--output-format=json", f"--output={js}", str(job)])
+        assert p.returncode == 0, p.stderr
+        runs[name] = (out, js)
+
+    def imp(*args: str) -> subprocess.CompletedProcess:
+        p = subprocess.run(iopulse_cmd("phases", "import", *args), env=CLIENT_ENV,
+                           capture_output=True, text=True, timeout=60)
+        print(p.stderr)
+        return p
+
+    b, b_json = runs["b"]
+    p = imp(b, str(runs["a"][1]))
+    assert p.returncode == 2 and "a.json" in p.stderr and "before the recording" in p.stderr
+    assert not [ph for ph in load(b).phases() if not ph.exact]
+    p = imp(b, str(b_json))
+    assert p.returncode == 0
+    assert "marked live" in p.stderr            # record marked the jobs through their hooks
+    fio = {j["jobname"]: j for j in json.loads(b_json.read_text())["jobs"]}
+    if "job_start" not in fio["seqwrite"]:      # fio < 3.36: edges from the report's time
+        assert "phase 'seqwrite' (2.00 s): each edge may be off by 1 s" in p.stderr
+        assert "phase 'randread' (2.00 s): each edge may be off by 0.5 s" in p.stderr
+    p = imp(b, str(b_json))
+    assert p.returncode == 2 and "already in the run" in p.stderr
+    p = imp(b, str(b_json), "--replace", "--trim-edges")
+    assert p.returncode == 0 and "2 phase(s) imported before are replaced" in p.stderr
+    got = {ph.name: ph for ph in load(b).phases() if not ph.exact}
+    assert set(got) == {"seqwrite", "randread"}
+    for name, ph in got.items():
+        runtime = fio[name]["job_runtime"] / 1000
+        if ph.accuracy_s * 2 < runtime:
+            assert ph.trimmed_s == ph.accuracy_s
+            assert abs(ph.duration_s - (runtime - 2 * ph.accuracy_s)) < 0.002
+        else:
+            assert ph.trimmed_s == 0 and abs(ph.duration_s - runtime) < 0.002
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
