@@ -2,8 +2,14 @@
 over several lines or not), its rows, the widest line."""
 from __future__ import annotations
 
+import os
 import re
+import select
+import signal
+import subprocess
+import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Za-z0-9]")
 RULE = re.compile(r"^\s*─+\s*$")
@@ -71,3 +77,49 @@ def all_headers(text: str) -> set[str]:
 
 def widest(text: str) -> int:
     return max((len(x.rstrip()) for x in text.split("\n")), default=0)
+
+
+def read_until(fd: int, want: Optional[bytes], count: int, timeout: float) -> bytes:
+    """What fd gives until want was seen count times (want None: until it ends), or timeout."""
+    buf, deadline = b"", time.monotonic() + timeout
+    while (want is None or buf.count(want) < count) and time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:         # EIO: the other side of the terminal is closed
+                break
+            if not chunk:
+                break
+            buf += chunk
+    return buf
+
+
+def on_pty(argv: list[str], cols: int, env: dict[str, str], until: Optional[bytes] = None,
+           count: int = 1, rows: int = 60, interrupt: bool = False,
+           timeout: float = 60) -> tuple[str, int]:
+    """Runs argv on a pseudo-terminal of cols x rows (its size set on the terminal, as a
+    terminal emulator does, not through $COLUMNS) until it ends, or until it showed until
+    count times and then (interrupt) Ctrl-C; (what it showed as text, exit status)."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
+                         close_fds=True)
+    os.close(slave)
+    try:
+        out = read_until(master, until, count, timeout)
+        if interrupt:
+            p.send_signal(signal.SIGINT)
+        rc = p.wait(10)
+        out += read_until(master, None, 1, timeout=0.5)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        os.close(master)
+    return plain(out), rc

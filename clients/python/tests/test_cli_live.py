@@ -205,32 +205,9 @@ def test_sigint_stops_top_started_with_sigint_ignored(fake_daemon):
     assert rc == 130
 
 
-def _on_pty(argv: list[str], cols: int, until: bytes, count: int, rows: int = 60,
+def _on_pty(argv: list[str], cols: int, until: bytes, count: int,
             interrupt: bool = False) -> tuple[str, int]:
-    """Runs argv on a pseudo-terminal of cols x rows (its size set on the terminal, as a
-    terminal emulator does, not through $COLUMNS); (what it showed as text, exit status)."""
-    import fcntl
-    import struct
-    import termios
-
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    env = {k: v for k, v in _env().items() if k not in ("COLUMNS", "LINES")}
-    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                         close_fds=True)
-    os.close(slave)
-    try:
-        out = _read_until(master, until, count, timeout=30)
-        if interrupt:
-            p.send_signal(signal.SIGINT)
-        rc = p.wait(10)
-        out += _read_until(master, b"\0", 1, timeout=0.3)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait(5)
-        os.close(master)
-    return screen.plain(out), rc
+    return screen.on_pty(argv, cols, _env(), until, count, interrupt=interrupt, timeout=30)
 
 
 TOP_HEADERS = ["device", "op", "IOPS", "MB/s", "MiB/s", "qwait p50 (µs)", "qwait p99 (µs)",

@@ -162,3 +162,49 @@ def test_the_run_reads_it_back(tmp_path):
     with RunWriter(empty) as w:
         w.close({"type": "end", "status": "ok"})
     assert load(empty).fio_output is None
+
+
+PTY_CHILD = r"""
+import subprocess, sys, tempfile
+from iopulse.record.fio_output import Relay, plan
+fake = "import os, sys; sys.stdout.write('tty\\n' if os.isatty(1) else 'no tty\\n'); " \
+       "sys.stdout.write(sys.argv[1]); sys.stdout.flush()"
+with tempfile.TemporaryDirectory() as tmp:
+    p = plan(["fio", "x.fio"])
+    relay = Relay(p, tmp)
+    report = '{\n  "fio version" : "fio-3.33",\n  "jobs" : []\n}\n'
+    proc = subprocess.Popen([sys.executable, "-c", fake, "a\nb\r" + report + "end\n"],
+                            stdout=relay.child_stdout)
+    relay.started()
+    proc.wait(30)
+    doc = relay.finish()
+    sys.stderr.write(f"kept {doc}\n")
+"""
+
+
+def test_on_a_terminal_fio_gets_one_too(tmp_path):
+    """record's stdout a terminal: fio's is a pseudo-terminal (fio shows its progress line only
+    on one), in raw mode (no \\r added), and the report is taken out."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-c", PTY_CHILD], stdout=slave,
+                            stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        got += data
+    err = proc.communicate(timeout=30)[1].decode()
+    os.close(master)
+    assert proc.returncode == 0, err
+    assert "kept {'fio version': 'fio-3.33', 'jobs': []}" in err
+    # the outer terminal adds \r to \n (as a real one does); the inner one adds nothing
+    assert got.replace(b"\r\n", b"\n") == b"tty\na\nb\rend\n", got

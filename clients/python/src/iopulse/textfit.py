@@ -16,7 +16,8 @@ from typing import Any, Optional
 
 from rich.cells import cell_len
 
-MIN_WRAP = 16       # a wrap column is never made narrower than this
+MIN_WRAP = 16       # a wrap column is never made narrower than this,
+MAX_WORD = 30       # nor than its longest word up to this many characters
 
 
 @dataclass(frozen=True)
@@ -67,18 +68,25 @@ def table_width(widths: list[int]) -> int:
     return sum(widths) + 2 * len(widths)
 
 
+def _floor(g: Grid, i: int) -> int:
+    """How narrow a wrap column may become: MIN_WRAP, or its longest word up to MAX_WORD."""
+    words = [cell_len(x) for r in g.rows for x in r[i].split()]
+    return max(MIN_WRAP, min(max(words, default=0), MAX_WORD))
+
+
 def _narrow(g: Grid, w: list[int], width: int) -> list[int]:
-    """Widths with the wrap columns narrowed (to MIN_WRAP at least) so that the table comes
-    as close to width as they allow."""
+    """Widths with the wrap columns narrowed (see _floor) so that the table comes as close
+    to width as they allow."""
     w = list(w)
-    wrap = [i for i, c in enumerate(g.columns) if c.wrap and w[i] > MIN_WRAP]
+    floor = {i: _floor(g, i) for i, c in enumerate(g.columns) if c.wrap}
+    wrap = [i for i in floor if w[i] > floor[i]]
     over = table_width(w) - width
     while over > 0 and wrap:
-        i = max(wrap, key=lambda j: w[j])
-        cut = min(over, w[i] - MIN_WRAP)
+        i = max(wrap, key=lambda j: w[j] - floor[j])
+        cut = min(over, w[i] - floor[i])
         w[i] -= cut
         over -= cut
-        wrap = [j for j in wrap if w[j] > MIN_WRAP]
+        wrap = [j for j in wrap if w[j] > floor[j]]
     return w
 
 
@@ -183,8 +191,8 @@ def render(g: Grid, width: int) -> Any:
 
 class Fit:
     """A renderable that lays its grids out at the width it is given (the terminal's, or
-    Live's on every refresh). A grid given as a tuple is a choice: the first of them that
-    fits in one table, else the last one."""
+    Live's on every refresh). Grids given as a tuple are a choice: the one folded into the
+    fewest tables, the first of those (the most telling keys) on a tie."""
 
     def __init__(self, *items: Any) -> None:
         self.items = items
@@ -193,8 +201,13 @@ class Fit:
         width = options.max_width
         for item in self.items:
             if isinstance(item, tuple):
-                grids = list(item)
-                g = next((x for x in grids if len(fold(x, width) or [1, 2]) == 1), grids[-1])
+                if not item:
+                    continue
+
+                def tables(x: Grid) -> float:
+                    parts = fold(x, width)
+                    return float("inf") if parts is None else len(parts)
+                g = min(item, key=tables)
             else:
                 g = item
             if isinstance(g, Grid):

@@ -280,11 +280,11 @@ def run(args: argparse.Namespace) -> int:
                         say(f"fio: {len(plan.jobs)} job(s) in "
                             f"{len({j.group for j in plan.jobs})} stonewall group(s) become "
                             "phases")
+                # hooks, and `iopulse mark` run by the command, mark through us on every host
+                broker = Broker(sock, phases_of, rec.begin, rec.end, hosts=len(rec.clients))
                 relay = None
                 if not args.no_fio_json and os.path.basename(cmd[0]) == "fio":
                     argv, relay = _fio_output(argv, tmp, say)
-                # hooks, and `iopulse mark` run by the command, mark through us on every host
-                broker = Broker(sock, phases_of, rec.begin, rec.end, hosts=len(rec.clients))
                 try:
                     rc, status = _run_command(argv, env, args.duration, say, relay)
                 finally:

@@ -10,19 +10,26 @@ from ..report.metrics import phase_rows
 from ..report.tables import csv_report, json_report, markdown_report, rich_report
 from .common import EXIT_OK, console, printable
 
-HELP = "per phase, host and device: IOPS, MB/s, latency percentiles, seeks, flushes"
+HELP = "per phase, host, device and op: IOPS, MB/s, latency percentiles, seeks, flushes"
 EXAMPLES = """examples:
   iopulse report run1.iopulse
   iopulse report run1.iopulse --format markdown > run1.md
   iopulse report run1.iopulse --format csv --phase 'rand*'
   iopulse report run1.iopulse --format html -o run1.html
 
-Per phase x host x device: IOPS, MB/s, queue wait p50/p99/p99.9, service p50/p99, total
-p99/max, sequential %, seek distance p50 (sectors), request size p50, flushes/s and the p99
-of requests carrying a preflush; per phase the busiest sync threads. Latency columns merge
-the data ops (reads, writes, discards; --format json has reads and writes apart too, export
-and iopulse.load() every op); rates are the phase's counts over its seconds. Phases from marks are exact
-(their edges are interval edges); imported ones say how far their edges may be off."""
+The phases, numbered as in the plots, with their length and labels; per phase x host x
+device a line for each op (read, write, discard, and all of them when the device did more
+than one): IOPS, MB/s and MiB/s, request size p50, queue wait p50/p99/p99.9, service
+p50/p99, total p50/mean/p99/p99.9/max; per phase x host x device its own figures
+(sequential %, seek distance p50/p99 in sectors, flush requests/s and their p99, writes
+carrying a preflush and their p99, FUA writes, errors, requeues); each host's device
+settings when the recording began (scheduler and its tunables, nr_requests, queue_depth,
+read_ahead, write cache, ...); per phase the busiest sync threads. Every column names its
+unit. Rates are the phase's counts over its seconds, percentiles those of its IOs (its
+intervals' buckets merged). In a terminal the tables fit its width (folded into several,
+each with the phase, host, device and op columns, when narrow); nothing is cut. Phases from
+marks are exact (their edges are interval edges); imported ones say how far their edges may
+be off."""
 CONNECTS = False
 FORMATS = ("table", "markdown", "csv", "json", "html")
 

@@ -8,15 +8,20 @@ import tempfile
 from typing import Any, Optional
 
 from ..record.reader import Run
-from .metrics import DEVICE_COLUMNS, THREAD_COLUMNS, Row, ThreadRow
-from .tables import _threads_by_phase, fmt, phase_title, run_summary
+from ..textfit import Grid
+from .metrics import Row, ThreadRow
+from .tables import LEGEND, grids, run_summary
 
+# Headers wrap at their spaces, numbers and names never; free text (labels, tunables) wraps
+# anywhere in a column of bounded width: every table fits a page of 1400 px.
 STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; white-space: nowrap; }
-th { background: #f0f0f0; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.8em; }
+th, td { border: 1px solid #ccc; padding: 0.15em 0.4em; text-align: right; white-space: nowrap; }
+th { background: #f0f0f0; white-space: normal; vertical-align: bottom; }
 td.l, th.l { text-align: left; }
+td.w { white-space: normal; overflow-wrap: anywhere; min-width: 8em; max-width: 30em; }
+td.n { white-space: normal; overflow-wrap: anywhere; min-width: 8em; max-width: 14em; }
 tr.phase td { border-top: 2px solid #888; }
 .better { background: #d8f5d8; } .worse { background: #f8d8d8; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
@@ -29,6 +34,13 @@ window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images);
   var ok = imgs.every(function (i) { return i.complete && i.naturalWidth > 0; });
   document.body.setAttribute('data-images', (ok ? 'loaded' : 'broken') + ' ' + imgs.length);
+  var page = document.documentElement.clientWidth;
+  var over = Array.prototype.slice.call(document.querySelectorAll('table')).filter(
+    function (t) { return t.getBoundingClientRect().right > page + 0.5; });
+  var wide = document.documentElement.scrollWidth > page;
+  document.body.setAttribute('data-fit', (over.length || wide ? 'overflow' : 'fits') + ' ' +
+    page + ' ' + document.documentElement.scrollWidth + ' ' +
+    over.map(function (t) { return t.getAttribute('data-name'); }).join(','));
 });
 """
 
@@ -41,8 +53,8 @@ def page(title: str, body: list[str]) -> str:
 
 
 def table(heads: list[str], rows: list[list[str]], left: int,
-          row_class: Optional[list[str]] = None) -> str:
-    out = ["<table><tr>" + "".join(
+          row_class: Optional[list[str]] = None, name: str = "") -> str:
+    out = [f"<table data-name=\"{html.escape(name)}\"><tr>" + "".join(
         f"<th class=\"{'l' if i < left else ''}\">{html.escape(h)}</th>"
         for i, h in enumerate(heads)) + "</tr>"]
     for n, r in enumerate(rows):
@@ -60,39 +72,40 @@ def _img(path: str, alt: str) -> str:
     return f"<img src=\"data:image/png;base64,{data}\" alt=\"{html.escape(alt)}\">"
 
 
+def grid_table(g: Grid, phase_rows: bool = True) -> str:
+    """A grid as an HTML table: a line that begins a phase (its first key cell set) gets a
+    rule above it; wrap columns (labels, tunables) wrap anywhere, the phase's name, the host's
+    and a device's model at their spaces and in a long word; other names and numbers
+    never."""
+    cls = [("w" if c.wrap else "n" if c.header in ("phase", "host", "model") else "") +
+           (" l" if c.left else "") for i, c in enumerate(g.columns)]
+    out = [f"<table data-name=\"{html.escape(g.title)}\"><tr>" + "".join(
+        f"<th class=\"{'l' if c.left else ''}\">{html.escape(c.header)}</th>"
+        for c in g.columns) + "</tr>"]
+    for n, r in enumerate(g.rows):
+        rc = " class=\"phase\"" if phase_rows and n and r[0] else ""
+        out.append(f"<tr{rc}>" + "".join(
+            f"<td class=\"{cls[i].strip()}\">{html.escape(c)}</td>" for i, c in enumerate(r))
+            + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
 def html_report(run: Run, rows: list[Row], trows: list[ThreadRow],
                 plots: bool = True) -> str:
+    g = grids(run, rows, trows)
     body = [f"<h1>iopulse report: {html.escape(os.path.basename(run.path))}</h1>"]
     body += [f"<p class=\"note\">{html.escape(line)}</p>" for line in run_summary(run)]
-    phases = []
-    for r in rows:
-        if r.phase not in phases:
-            phases.append(r.phase)
-    body.append("<h2>Phases</h2><ul>" + "".join(
-        f"<li><b>{html.escape(p.name)}</b> {html.escape(p.label_text())} "
-        f"({p.duration_s:.1f} s{'' if p.exact else f', imported, edges +-{p.accuracy_s:g} s'}"
-        f"{', abandoned' if p.abandoned else ''})</li>" for p in phases) + "</ul>")
-    heads = ["phase", "host", "device", "s"] + [c[1] for c in DEVICE_COLUMNS]
-    cells, classes, last = [], [], None
-    for r in rows:
-        cells.append([phase_title(r).strip() if r.phase is not last else "", r.host,
-                      r.device + (f" ({r.osd})" if r.osd else ""), f"{r.seconds:.1f}"] +
-                     [fmt(k, r.values[c]) for c, _, k in DEVICE_COLUMNS])
-        classes.append("phase" if r.phase is not last else "")
-        last = r.phase
-    body.append("<h2>Per phase, host and device</h2>" + table(heads, cells, 3, classes))
-    if trows:
-        heads = ["phase", "host", "thread", "process", "OSD", "device", "calls"] + \
-            [c[1] for c in THREAD_COLUMNS]
-        cells = []
-        for lst in _threads_by_phase(trows).values():
-            for i, r in enumerate(lst):
-                th = r.thread
-                cells.append([phase_title(r).strip() if i == 0 else "", r.host, th.comm,
-                              th.process, "-" if th.osd_id is None else str(th.osd_id),
-                              th.where, str(th.calls)] +
-                             [fmt(k, r.values[c]) for c, _, k in THREAD_COLUMNS])
-        body.append("<h2>Busiest sync threads</h2>" + table(heads, cells, 6))
+    body.append("<h2>Phases</h2>" + grid_table(g.phases, phase_rows=False))
+    body.append(f"<h2>Per phase, device and op</h2><p class=\"note\">{html.escape(LEGEND)}"
+                f"</p>" + grid_table(g.ops[0]))
+    body.append("<h2>Per phase and device</h2>" + grid_table(g.devices[0]))
+    if g.settings:
+        body.append("<h2>Device settings when the recording began</h2>" +
+                    grid_table(g.settings[0], phase_rows=False))
+    body += [f"<p class=\"note\">{html.escape(n)}</p>" for n in g.notes]
+    if g.threads:
+        body.append("<h2>Busiest sync threads</h2>" + grid_table(g.threads[0]))
     if plots:
         from .plots import plot_all
 

@@ -1,20 +1,39 @@
-"""The report as a terminal table (rich), Markdown, CSV or JSON."""
+"""The report as a terminal table (rich), Markdown, CSV or JSON.
+
+Every format shows the same tables (grids()): the phases (numbered as in the plots, with their
+labels), per phase x host x device a line for each op (read, write, discard, and all of them
+when a device did more than one), per phase x host x device what belongs to the device
+(seeks, flushes, preflush and FUA writes, requeues), each host's device settings when the
+recording began, and the busiest sync threads. The figures are the metrics layer's; the
+terminal table is folded to the terminal's width (iopulse.textfit)."""
 from __future__ import annotations
 
 import csv
 import io
 import json
 import time
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..display import DEVICE_SPECS, OP_SPECS, THREAD_SPECS, columns, shown_ops
+from ..phases.model import Phase
 from ..record.reader import Run
 from ..render import fmt_ns
-from .metrics import DEVICE_COLUMNS, THREAD_COLUMNS, Row, ThreadRow
+from ..textfit import Col, Fit, Grid
+from .labels import LabelColumns
+from .metrics import Row, ThreadRow
 
 THREADS_PER_PHASE = 5
 
+LEGEND = ("qwait: queue wait (the block layer took the IO -> dispatched to the driver); "
+          "svc: service (dispatched -> completed); total: both. all: reads, writes and "
+          "discards together. MB/s: 10^6 bytes/s, MiB/s: 2^20 (fio's unit). Rates are a "
+          "phase's counts over its seconds, percentiles those of its IOs.")
+
 
 def fmt(kind: str, v: Optional[float]) -> str:
+    """A figure with its unit in the cell (what compare shows): kind ns, rate, rate1, rate2,
+    pct, bytes or sectors."""
     if v is None:
         return "-"
     if kind == "ns":
@@ -32,20 +51,39 @@ def fmt(kind: str, v: Optional[float]) -> str:
     return f"{v:.0f}"
 
 
+def plain(s: str) -> str:
+    """A name as one line of text: control characters escaped (\\n, \\x1b)."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in s)
+
+
+def phase_note(p: Phase) -> str:
+    notes = []
+    if not p.exact:
+        notes.append(f"imported, edges +-{p.accuracy_s:g} s")
+        if p.trimmed_s:
+            notes.append(f"trimmed {p.trimmed_s:g} s")
+    if p.abandoned:
+        notes.append("abandoned")
+    return ", ".join(notes)
+
+
 def phase_title(r: Any) -> str:
     p = r.phase
     lab = p.label_text()
-    extra = "" if p.exact else f" (imported, edges +-{p.accuracy_s:g}s)"
-    if p.abandoned:
-        extra += " (abandoned)"
-    return ("  " * p.depth) + p.name + (f" [{lab}]" if lab else "") + extra
+    note = phase_note(p)
+    return ("  " * p.depth) + p.name + (f" [{lab}]" if lab else "") + \
+        (f" ({note})" if note else "")
 
 
 def run_summary(run: Run) -> list[str]:
     h = run.header
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(
         h.get("created_realtime_ns", 0) / 1e9)) if h else "?"
-    hosts = ", ".join(f"{x.name} ({x.info.version if x.info else '?'})" for x in run.hosts)
+    alias = host_aliases(run) if len(run.hosts) > 1 else {}
+    hosts = ", ".join(f"{alias[x.name] + ' ' if alias else ''}{x.name} (iopulsed "
+                      f"{x.info.version if x.info else '?'}"
+                      f"{', kernel ' + x.info.kernel if x.info and x.info.kernel else ''})"
+                      for x in run.hosts)
     lines = [f"run {run.path}: started {when}, hosts {hosts}"]
     if h.get("command"):
         lines.append("command: " + " ".join(h["command"]))
@@ -69,41 +107,207 @@ def _threads_by_phase(trows: list[ThreadRow]) -> dict[int, list[ThreadRow]]:
     return out
 
 
+@dataclass
+class Grids:
+    """The report's tables as grids of plain text. ops, devices and threads are each a tuple
+    of the same table with different key columns, most telling first: the phase's number
+    and name, its number only, and with several hosts the host's short name (h1, h2, as the
+    summary lists them); a terminal takes the one that folds least (textfit.Fit)."""
+    phases: Grid
+    ops: tuple[Grid, ...]
+    devices: tuple[Grid, ...]
+    settings: tuple[Grid, ...]
+    threads: tuple[Grid, ...]
+    notes: list[str] = field(default_factory=list)
+
+
+def phase_numbers(run: Run) -> dict[tuple[Any, int], int]:
+    """A phase's number: its place in run.phases() from 1, as in every plot of the run."""
+    return {(p.key, p.start_real_ns): n for n, p in enumerate(run.phases(), 1)}
+
+
+def host_aliases(run: Run) -> dict[str, str]:
+    """Each host's short name in the tables of a report of several hosts: h1, h2, ..."""
+    return {h.name: f"h{n}" for n, h in enumerate(run.hosts, 1)}
+
+
+def _blank_repeats(keys: list[str], last: list[str]) -> list[str]:
+    """Key cells with those equal to the line above left blank (up to the first that
+    differs)."""
+    out, same = [], bool(last)
+    for i, k in enumerate(keys):
+        same = same and i < len(last) and k == last[i]
+        out.append("" if same else k)
+    return out
+
+
+def _device_name(r: Row) -> str:
+    return plain(r.device + (f" ({r.osd})" if r.osd and r.osd != r.device else ""))
+
+
+@dataclass
+class _Line:
+    phase: Phase
+    host: str
+    repeat: list[str]       # key cells left blank where the line above has them
+    fixed: list[str]        # key cells always shown (op, thread, pid/tid)
+    cells: list[str]
+
+
+def _variants(title: str, keys: list[Col], lines: list[_Line], values: list[Col],
+              num: dict[int, int], aliases: Optional[dict[str, str]],
+              phases: bool = True) -> tuple[Grid, ...]:
+    """The grid with each kind of phase and host key (see Grids)."""
+    kinds = ["named", "number"] if phases else ["number"]
+    if aliases is not None:
+        kinds.append("alias")
+    out = []
+    for kind in kinds:
+        pk = ([Col("phase" if kind == "named" else "#", left=kind == "named")]
+              if phases else [])
+        hk = [Col("host", left=True)] if aliases is not None else []
+        g = Grid(title, pk + hk + keys, values)
+        last: list[str] = []
+        for n, x in enumerate(lines):
+            host = [] if aliases is None else [aliases.get(x.host, x.host) if kind == "alias"
+                                               else plain(x.host)]
+            nb = str(num.get(id(x.phase), ""))
+            key = ([nb] if phases else []) + host + x.repeat
+            shown = _blank_repeats(key, last)
+            last = key
+            if phases and kind == "named" and shown[0]:
+                shown[0] = f"{nb} {plain(x.phase.name)}"
+            g.add(shown + x.fixed + x.cells)
+            if phases and (n + 1 == len(lines) or lines[n + 1].phase is not x.phase):
+                g.end_section()
+        out.append(g)
+    return tuple(out)
+
+
+def grids(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Grids:
+    numbers = phase_numbers(run)
+    order: list[Phase] = []
+    for x in list(rows) + list(trows):
+        if all(x.phase is not p for p in order):
+            order.append(x.phase)
+    num = {id(p): numbers.get((p.key, p.start_real_ns), 0) for p in order}
+    hosts = sorted({r.host for r in rows} | {t.host for t in trows})
+    aliases = host_aliases(run) if len(hosts) > 1 else None
+    where = "" if aliases else f" on {plain(hosts[0])}" if hosts else ""
+
+    # the phases
+    notes = [phase_note(p) for p in order]
+    pcols = [Col("phase", left=True, wrap=True), Col("s"),
+             Col("labels", left=True, wrap=True)]
+    if any(notes):
+        pcols.append(Col("note", left=True, wrap=True))
+    pg = Grid("phases", [Col("#")], pcols)
+    for p, note in zip(order, notes):
+        cells = [str(num[id(p)]), "  " * p.depth + plain(p.name), f"{p.duration_s:.1f}",
+                 plain(p.label_text())]
+        pg.add(cells + ([note] if any(notes) else []))
+
+    # per phase x host x device x op
+    pairs = [(r, op) for r in rows for op in shown_ops(r.ops)]
+    ocols, ocells = columns(OP_SPECS, [r.ops[op] for r, op in pairs])
+    og = _variants(f"per phase, device and op{where}",
+                   [Col("device", left=True), Col("op", left=True)],
+                   [_Line(r.phase, r.host, [_device_name(r)], [op], c)
+                    for (r, op), c in zip(pairs, ocells)], ocols, num, aliases)
+
+    # per phase x host x device: the device's own figures
+    dvals = [dict(r.device_only, device_class=r.device_class,
+                  flush_p99_ns=r.ops["flush"]["total_p99_ns"], errors=r.values["errors"])
+             for r in rows]
+    dcols, dcells = columns(DEVICE_SPECS, dvals)
+    dg = _variants(f"per phase and device{where}", [Col("device", left=True)],
+                   [_Line(r.phase, r.host, [_device_name(r)], [], c)
+                    for r, c in zip(rows, dcells)], dcols, num, aliases)
+
+    sg, snotes = settings_grids(run, rows, aliases, where)
+
+    tg: tuple[Grid, ...] = ()
+    if trows:
+        tl = [t for lst in _threads_by_phase(trows).values() for t in lst]
+        tvals = [dict(t.values, process=plain(t.thread.process),
+                      osd="-" if t.thread.osd_id is None else str(t.thread.osd_id),
+                      where=plain(t.thread.where)) for t in tl]
+        tcols, tcells = columns(THREAD_SPECS, tvals)
+        tg = _variants(f"busiest sync threads per phase{where}",
+                       [Col("thread", left=True), Col("pid/tid")],
+                       [_Line(t.phase, t.host, [],
+                              [plain(t.thread.comm), f"{t.thread.pid}/{t.thread.tid}"], c)
+                        for t, c in zip(tl, tcells)], tcols, num, aliases)
+    return Grids(pg, og, dg, sg, tg, snotes)
+
+
+# the device settings shown: (key, header, how), how "int", "text", "kib", "bool"
+SETTINGS = [("model", "model", "text"), ("firmware", "firmware", "text"),
+            ("rotational", "rotational", "bool"), ("scheduler", "scheduler", "text"),
+            ("iosched", "scheduler tunables", "iosched"), ("nr_requests", "nr_requests", "int"),
+            ("queue_depth", "queue_depth", "int"),
+            ("read_ahead_kb", "read_ahead (KiB)", "int"),
+            ("max_sectors_kb", "max_sectors (KiB)", "int"), ("nomerges", "nomerges", "int"),
+            ("write_cache", "write cache", "text"), ("wbt_lat_usec", "wbt_lat (µs)", "int")]
+
+
+def settings_grids(run: Run, rows: list[Row], aliases: Optional[dict[str, str]],
+                   where: str) -> tuple[tuple[Grid, ...], list[str]]:
+    """Each host's settings of the devices in the rows when the recording began (as
+    _variants), and notes on hosts whose daemon did not report them."""
+    settings = run.settings
+    notes = []
+    want: dict[str, list[str]] = {}
+    for r in rows:
+        if r.device not in want.setdefault(r.host, []) and r.device_class != "osd":
+            want[r.host].append(r.device)
+    lines = []
+    for host in sorted(want):
+        hs = settings.get(host)
+        if hs is None:
+            notes.append(f"{plain(host)}: no device settings in the run (its daemon did not "
+                         "report them)")
+            continue
+        for dev in sorted(want[host]):
+            s = hs.devices.get(dev)
+            if s is None:
+                continue
+            cells = []
+            for key, _, how in SETTINGS:
+                v = getattr(s, key)
+                if how == "iosched":
+                    cells.append(plain(" ".join(f"{k}={x}" for k, x in v.items())) or "-")
+                elif v is None:
+                    cells.append("-")
+                elif how == "bool":
+                    cells.append("yes" if v else "no")
+                else:
+                    cells.append(plain(str(v)))
+            lines.append(_Line(rows[0].phase, host, [plain(dev)], [], cells))
+    if not lines:
+        return (), notes
+    cols = [Col(h, left=how in ("text", "iosched"), wrap=how == "iosched")
+            for _, h, how in SETTINGS]
+    return _variants(f"device settings when the recording began{where}",
+                     [Col("device", left=True)], lines, cols, {}, aliases, phases=False), notes
+
+
 def rich_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Any:
-    from rich.console import Group
-    from rich.table import Table
+    """The report for a terminal: laid out at the width it is printed at; nothing cut."""
     from rich.text import Text
 
-    parts: list[Any] = [Text(line) for line in run_summary(run)]
-    cells = []
-    last = None
-    for r in rows:
-        name = phase_title(r) if r.phase is not last else ""
-        last = r.phase
-        cells.append([name, r.host, r.device + (f" ({r.osd})" if r.osd else ""),
-                      f"{r.seconds:.1f}"] + [fmt(k, r.values[c]) for c, _, k in DEVICE_COLUMNS])
-    t = Table(title="per phase, host and device", title_justify="left")
-    for i, col in enumerate(["phase", "host", "device", "s"] + [c[1] for c in DEVICE_COLUMNS]):
-        # cells are never cut: headers wrap instead
-        t.add_column(col, justify="left" if i < 3 else "right",
-                     min_width=max([len(c[i]) for c in cells] + [1]))
-    for c in cells:
-        t.add_row(*c)
-    parts.append(t)
-    if trows:
-        tt = Table(title="busiest sync threads per phase", title_justify="left")
-        for col in ["phase", "host", "thread", "process", "OSD", "device", "calls"] + \
-                [c[1] for c in THREAD_COLUMNS]:
-            tt.add_column(col, justify="left" if col in ("phase", "host", "thread", "process",
-                                                         "device") else "right", no_wrap=True)
-        for lst in _threads_by_phase(trows).values():
-            for i, r in enumerate(lst):
-                th = r.thread
-                tt.add_row(phase_title(r) if i == 0 else "", r.host, th.comm, th.process,
-                           "-" if th.osd_id is None else str(th.osd_id), th.where,
-                           f"{th.calls}", *[fmt(k, r.values[c]) for c, _, k in THREAD_COLUMNS])
-        parts.append(tt)
-    return Group(*parts)
+    g = grids(run, rows, trows)
+    parts: list[Any] = [Text(plain(line)) for line in run_summary(run)]
+    parts += [Text(""), g.phases, Text(""), g.ops, Text(LEGEND, style="dim"), Text(""),
+              g.devices]
+    if g.settings or g.notes:
+        parts.append(Text(""))
+    if g.settings:
+        parts.append(g.settings)
+    parts += [Text(n) for n in g.notes]
+    if g.threads:
+        parts += [Text(""), g.threads]
+    return Fit(*parts)
 
 
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
@@ -133,57 +337,67 @@ def csv_cell(v: Any) -> Any:
     return v
 
 
+def markdown_grid(g: Grid) -> str:
+    out = [f"## {_md_escape(g.title[:1].upper() + g.title[1:])}", "",
+           "| " + " | ".join(_md_escape(c.header) for c in g.columns) + " |",
+           "|" + "|".join("---" if c.left else "---:" for c in g.columns) + "|"]
+    out += ["| " + " | ".join(_md_escape(x) for x in r) + " |" for r in g.rows]
+    return "\n".join(out) + "\n"
+
+
 def markdown_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> str:
+    g = grids(run, rows, trows)
     out = io.StringIO()
     out.write(f"# iopulse report: {_md_escape(run.path)}\n\n")
     for line in run_summary(run):
         out.write(f"- {_md_escape(line)}\n")
-    heads = ["phase", "host", "device", "s"] + [c[1] for c in DEVICE_COLUMNS]
-    out.write("\n## Devices\n\n| " + " | ".join(heads) + " |\n")
-    out.write("|" + "|".join("---" if i < 3 else "---:" for i in range(len(heads))) + "|\n")
-    for r in rows:
-        cells = [phase_title(r).strip(), r.host, r.device + (f" ({r.osd})" if r.osd else ""),
-                 f"{r.seconds:.1f}"] + [fmt(k, r.values[c]) for c, _, k in DEVICE_COLUMNS]
-        out.write("| " + " | ".join(_md_escape(c) for c in cells) + " |\n")
-    if trows:
-        heads = ["phase", "host", "thread", "process", "OSD", "device", "calls"] + \
-            [c[1] for c in THREAD_COLUMNS]
-        out.write("\n## Busiest sync threads\n\n| " + " | ".join(heads) + " |\n")
-        out.write("|" + "|".join("---" if i < 6 else "---:" for i in range(len(heads))) + "|\n")
-        for lst in _threads_by_phase(trows).values():
-            for r in lst:
-                th = r.thread
-                cells = [phase_title(r).strip(), r.host, th.comm, th.process,
-                         "-" if th.osd_id is None else str(th.osd_id), th.where,
-                         str(th.calls)] + [fmt(k, r.values[c]) for c, _, k in THREAD_COLUMNS]
-                out.write("| " + " | ".join(_md_escape(c) for c in cells) + " |\n")
+    for x in (g.phases, g.ops[0]):
+        out.write("\n" + markdown_grid(x))
+    out.write(f"\n{_md_escape(LEGEND)}\n")
+    for y in (g.devices, g.settings, g.threads):
+        if y:
+            out.write("\n" + markdown_grid(y[0]))
+    for n in g.notes:
+        out.write(f"\n{_md_escape(n)}\n")
     return out.getvalue()
 
 
 def csv_report(rows: list[Row]) -> str:
-    """One line per phase x host x device, raw numbers (ns, bytes, per second)."""
+    """One line per phase x host x device, raw numbers: every figure of the metrics layer
+    (unit in the name: _ns, _bytes, _per_s, _pct; reads and writes as read_*, write_*), the
+    phase's labels as columns of their own."""
     out = io.StringIO()
-    keys = ["phase", "labels", "host", "device", "osd", "seconds"] + \
-        [c[0] for c in DEVICE_COLUMNS] + ["ios", "bytes", "reads", "writes"]
+    labels = LabelColumns([r.phase.labels for r in rows],
+                          ["phase", "labels", "host", "device", "device_class", "osd",
+                           "seconds"] + (list(rows[0].values) if rows else []))
+    figures = list(rows[0].values) if rows else []
+    keys = ["phase", "labels"] + labels.columns + ["host", "device", "device_class", "osd",
+                                                   "seconds"] + figures
     w = csv.writer(out)
     w.writerow(keys)
     for r in rows:
         d = r.to_dict()
         d["labels"] = r.phase.label_text()
+        d.update(labels.row(r.phase.labels))
         w.writerow(["" if d.get(k) is None else csv_cell(d[k]) for k in keys])
     return out.getvalue()
 
 
 def json_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> str:
+    numbers = phase_numbers(run)
     phases = []
     seen = set()
-    for r in rows:
+    for r in list(rows) + list(trows):
         if id(r.phase) not in seen:
             seen.add(id(r.phase))
-            phases.append(r.phase.to_dict())
+            phases.append({"number": numbers.get((r.phase.key, r.phase.start_real_ns)),
+                           **r.phase.to_dict()})
+    settings = run.settings
     doc = {"run": run.path, "header": run.header, "end": run.end, "damage": run.damage,
            "hosts": [{"index": h.index, "name": h.name, "target": h.target,
-                      "updates": len(h.updates)} for h in run.hosts],
+                      "updates": len(h.updates),
+                      "settings": settings[h.name].to_dict() if h.name in settings else None}
+                     for h in run.hosts],
            "phases": phases, "devices": [r.to_dict() for r in rows],
            "threads": [t.to_dict() for t in trows]}
     return json.dumps(doc, indent=1)

@@ -1,0 +1,163 @@
+"""The report's tables: every column at 80, 120 and 180 columns of a real terminal, names
+never read as markup, reads and writes apart, units in every header, each host's device
+settings; the HTML page within 1400 px in a real browser."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+import reportrun
+import screen
+from test_cli import SRC
+
+from iopulse.display import DEVICE_SPECS, OP_SPECS, THREAD_SPECS
+from iopulse.record import load
+from iopulse.report.metrics import phase_rows
+from iopulse.report.tables import SETTINGS, csv_report, markdown_report
+
+WIDTHS = (80, 120, 180)
+
+
+def headers(specs) -> list[str]:
+    return [s.header.format(unit="µs") for s in specs]
+
+
+PHASE_HEADERS = ["#", "phase", "s", "labels"]
+OP_HEADERS = ["host", "device", "op"] + headers(OP_SPECS)
+DEVICE_HEADERS = ["host", "device"] + headers(DEVICE_SPECS)
+SETTINGS_HEADERS = ["host", "device"] + [h for _, h, _ in SETTINGS]
+THREAD_HEADERS = ["host", "thread", "pid/tid"] + headers(THREAD_SPECS)
+
+
+@pytest.fixture(scope="module")
+def hard(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("layout") / "hard.iopulse")
+    reportrun.write_run(path)
+    return path
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=str(SRC), TERM="xterm-256color")
+
+
+def _tables_with(text: str, header: str) -> list[screen.Table]:
+    return [t for t in screen.tables(text) if header in t.headers]
+
+
+@pytest.mark.parametrize("cols", WIDTHS)
+def test_report_on_a_terminal_shows_every_column_whole(hard, cols):
+    text, rc = screen.on_pty([sys.executable, "-m", "iopulse", "report", hard], cols, _env())
+    assert rc == 0 and "Traceback" not in text, text[-2000:]
+    assert "…" not in text and screen.widest(text) <= cols, \
+        [x for x in text.split("\n") if len(x.rstrip()) > cols][:3]
+    heads = screen.all_headers(text)
+    for want in (PHASE_HEADERS, OP_HEADERS, DEVICE_HEADERS, SETTINGS_HEADERS, THREAD_HEADERS):
+        assert [h for h in want if h not in heads] == [], (sorted(heads), text[:3000])
+    # names whole and verbatim, brackets and all (Rich would read [bold] as markup)
+    (legend,) = [t for t in screen.tables(text) if t.title == "phases"]
+    rows = "\n".join(legend.rows)
+    for name in (reportrun.BRACKETED, reportrun.MARKUP, "randwrite-128k-qd4"):
+        assert name in rows, (name, rows)
+    for name in ("nvme0n1 (osd.3 block)", "loop12345", reportrun.THREAD,
+                 "storage-node-17.rack4.example.org", "Samsung SSD 990 PRO 2TB",
+                 "prio_aging_expire=10000"):
+        assert name in text, name
+    # every phase in every part of the op table; reads, writes and all apart, whole numbers
+    for t in _tables_with(text, "op"):
+        keys = [r.split()[0] for r in t.rows if r[:4].strip()]
+        assert len(keys) == 31, keys
+        if "IOPS" in t.headers:
+            lines = [r.split() for r in t.rows]
+            first = next(x for x in lines if x and x[0] == "4")     # 30 reads a second
+            assert "read" in first and first[first.index("read") + 1] == "30.0", first
+            assert any(x[:2] == ["all", "130"] for x in lines), lines[:10]
+
+
+def test_report_picks_the_keys_that_fold_least(hard):
+    """A long host name gives way to h1/h2 (listed in the summary) at 80 columns; at 180
+    the hosts' names and, where the table fits in one, the phases' names are shown."""
+    narrow, _ = screen.on_pty([sys.executable, "-m", "iopulse", "report", hard], 80, _env())
+    assert "hosts h1 node0 (iopulsed 0.9.1, kernel 6.12.48+deb13-amd64), h2 storage-node-17." \
+        in narrow.replace("\n", " ").replace("  ", " ")
+    ops = _tables_with(narrow, "op")
+    assert all(len(t.rows[0]) <= 80 for t in ops)
+    assert {r.split()[1] for t in ops for r in t.rows if r[:4].strip()} == {"h1"}
+    wide, _ = screen.on_pty([sys.executable, "-m", "iopulse", "report", hard], 180, _env())
+    (t,) = _tables_with(wide, "op")
+    assert "storage-node-17.rack4.example.org" in "\n".join(t.rows)
+
+
+def test_markdown_and_csv_have_every_column(hard):
+    run = load(hard)
+    rows, trows = phase_rows(run)
+    md = markdown_report(run, rows, trows)
+    heads = set()
+    for line in md.splitlines():
+        if line.startswith("| ") and not line.startswith("| ---"):
+            heads.update(x.strip().replace("\\", "") for x in line.strip("|").split(" | "))
+    for want in (PHASE_HEADERS, OP_HEADERS, DEVICE_HEADERS, SETTINGS_HEADERS, THREAD_HEADERS):
+        assert [h for h in want if h not in heads] == [], want
+    assert "fill \\[bs=128k iodepth=16\\]" in md
+    recs = list(csv.DictReader(io.StringIO(csv_report(rows))))
+    assert {"iodepth", "bs", "bs_bytes", "rw", "read_ios_per_s", "write_total_p99_ns",
+            "mib_per_s", "total_p999_ns", "seek_p50_sectors"} <= set(recs[0])
+    rec = next(r for r in recs if r["phase"] == "read-128k-qd16")
+    assert (rec["bs"], rec["bs_bytes"], rec["iodepth"]) == ("128k", "131072", "16")
+    assert recs[0]["bs"] == "" and recs[0]["phase"] == "fio"      # the parent has no bs
+
+
+def test_op_lines_are_reads_writes_and_all_when_both():
+    from iopulse.display import shown_ops
+
+    def ops(r, w, d=0):
+        return {"read": {"ios": r}, "write": {"ios": w}, "discard": {"ios": d}, "all": {}}
+    assert shown_ops(ops(5, 0)) == ["read"]
+    assert shown_ops(ops(0, 5)) == ["write"]
+    assert shown_ops(ops(5, 5)) == ["read", "write", "all"]
+    assert shown_ops(ops(0, 5, 1)) == ["write", "discard", "all"]
+    assert shown_ops(ops(0, 0)) == ["all"]
+
+
+def browser_dom(path: str, width: int = 1400) -> str:
+    """The page's DOM after load, as chromium renders it headless in a window width wide."""
+    argv = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            f"--window-size={width},1000", "--virtual-time-budget=5000",
+            f"--user-data-dir={os.path.dirname(path)}/chromium", "--dump-dom", f"file://{path}"]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=240)     # chromium starts slowly on a loaded machine
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)   # the browser and its helper processes
+            p.wait(10)
+    assert p.returncode == 0, f"chromium exited {p.returncode}"
+    return out
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium")
+def test_html_tables_fit_a_1400_px_page(hard, tmp_path):
+    from iopulse.report.html import html_report
+
+    run = load(hard)
+    rows, trows = phase_rows(run)
+    page = tmp_path / "report.html"
+    page.write_text(html_report(run, rows, trows, plots=False))
+    dom = browser_dom(str(page))
+    m = re.search(r'<body[^>]*data-fit="([^"]*)"', dom)
+    assert m, "the page's fit check did not run"
+    state, client, scroll, over = (m.group(1).split(" ", 3) + [""])[:4]
+    assert state == "fits" and int(scroll) <= int(client) <= 1400, m.group(1)
+    for name in ("fill [bs=128k iodepth=16]", "[bold]x[/bold]", "loop12345",
+                 "storage-node-17.rack4.example.org", "prio_aging_expire=10000"):
+        assert name in dom.replace("&amp;", "&"), name
+    heads = set(re.findall(r"<th[^>]*>([^<]*)</th>", dom))
+    for want in (PHASE_HEADERS, OP_HEADERS, DEVICE_HEADERS, SETTINGS_HEADERS, THREAD_HEADERS):
+        assert [h for h in want if h not in heads] == [], want
