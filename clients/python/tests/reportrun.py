@@ -50,7 +50,25 @@ def _info(host: str) -> bytes:
     return i.SerializeToString()
 
 
-def write_run(path: str, n_jobs: int = 30) -> list[str]:
+def fio_report(names: list[str]) -> dict:
+    """fio's JSON report of two of the jobs: a write job with fdatasync (90 writes and their
+    10 calls where the device saw 100 writes, 10 with a preflush) and a read job (40 reads,
+    clat above the device's total latency)."""
+    def lat(p50: int, p99: int) -> dict:
+        return {"N": 40, "percentile": {"50.000000": p50, "99.000000": p99,
+                                        "99.900000": p99 + 1000}}
+    empty = {"total_ios": 0, "iops": 0.0}
+    return {"fio version": "fio-3.33", "jobs": [
+        {"jobname": names[4], "groupid": 0, "job options": {"filename": "/dev/loop12345"},
+         "read": empty, "trim": empty,
+         "write": {"total_ios": 90, "iops": 90.0, "clat_ns": lat(120_000, 450_000)},
+         "sync": {"total_ios": 0, "lat_ns": {"N": 10}}},
+        {"jobname": names[3], "groupid": 0, "job options": {"filename": "/dev/nvme0n1"},
+         "write": empty, "trim": empty,
+         "read": {"total_ios": 40, "iops": 40.0, "clat_ns": lat(2_300_000, 2_600_000)}}]}
+
+
+def write_run(path: str, n_jobs: int = 30, fio: bool = True) -> list[str]:
     """Writes the run; returns the jobs' names."""
     names = job_names(n_jobs)
     with RunWriter(path) as w:
@@ -84,5 +102,8 @@ def write_run(path: str, n_jobs: int = 30) -> list[str]:
                         "iodepth": str((1, 4, 16, 64)[j % 4])})
                 w.write_update(h, u.SerializeToString())
             w.write_update(h, make_update(len(names) + 2, devices=DEVICES).SerializeToString())
+        if fio:
+            w.write_json({"type": "tool_output", "tool": "fio", "format": "json+",
+                          "added": True, "reports": 1, "output": fio_report(names)})
         w.close({"type": "end", "status": "ok", "exit_code": 0})
     return names

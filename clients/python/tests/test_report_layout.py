@@ -17,7 +17,7 @@ import reportrun
 import screen
 from test_cli import SRC
 
-from iopulse.display import DEVICE_SPECS, OP_SPECS, THREAD_SPECS
+from iopulse.display import DEVICE_SPECS, FIO_SPECS, OP_SPECS, THREAD_SPECS
 from iopulse.record import load
 from iopulse.report.metrics import phase_rows
 from iopulse.report.tables import SETTINGS, csv_report, markdown_report
@@ -34,6 +34,15 @@ OP_HEADERS = ["host", "device", "op"] + headers(OP_SPECS)
 DEVICE_HEADERS = ["host", "device"] + headers(DEVICE_SPECS)
 SETTINGS_HEADERS = ["host", "device"] + [h for _, h, _ in SETTINGS]
 THREAD_HEADERS = ["host", "thread", "pid/tid"] + headers(THREAD_SPECS)
+FIO_HEADERS = ["host", "device", "op"] + headers(FIO_SPECS)
+ALL = (PHASE_HEADERS, OP_HEADERS, DEVICE_HEADERS, SETTINGS_HEADERS, THREAD_HEADERS, FIO_HEADERS)
+# why fio's figures and the device's differ, as the report says it
+PREFLUSH = ("6 randread-16k-qd1, write on loop12345: 10 more writes than fio's: empty writes "
+            "carrying a preflush of fio's 10 fsync/fdatasync calls (10 requests with a "
+            "preflush on loop12345), counted as writes as in /proc/diskstats")
+CLIENT = ("5 write-4k-qd64, read on nvme0n1: fio's clat is 170.1 µs (p50) and 470.1 µs "
+          "(p99) above the device's total latency: client-side time, from the device "
+          "completing an IO to fio reaping it")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +57,9 @@ def _env() -> dict:
 
 
 def _tables_with(text: str, header: str) -> list[screen.Table]:
-    return [t for t in screen.tables(text) if header in t.headers]
+    """The parts of the op table (or another table with header)."""
+    return [t for t in screen.tables(text) if header in t.headers and
+            (header != "op" or t.title.startswith("per phase, device and op"))]
 
 
 @pytest.mark.parametrize("cols", WIDTHS)
@@ -58,8 +69,10 @@ def test_report_on_a_terminal_shows_every_column_whole(hard, cols):
     assert "…" not in text and screen.widest(text) <= cols, \
         [x for x in text.split("\n") if len(x.rstrip()) > cols][:3]
     heads = screen.all_headers(text)
-    for want in (PHASE_HEADERS, OP_HEADERS, DEVICE_HEADERS, SETTINGS_HEADERS, THREAD_HEADERS):
+    for want in ALL:
         assert [h for h in want if h not in heads] == [], (sorted(heads), text[:3000])
+    flat = " ".join(text.split())
+    assert PREFLUSH in flat and CLIENT in flat, flat[-2000:]
     # names whole and verbatim, brackets and all (Rich would read [bold] as markup)
     (legend,) = [t for t in screen.tables(text) if t.title == "phases"]
     rows = "\n".join(legend.rows)
@@ -102,7 +115,7 @@ def test_markdown_and_csv_have_every_column(hard):
     for line in md.splitlines():
         if line.startswith("| ") and not line.startswith("| ---"):
             heads.update(x.strip().replace("\\", "") for x in line.strip("|").split(" | "))
-    for want in (PHASE_HEADERS, OP_HEADERS, DEVICE_HEADERS, SETTINGS_HEADERS, THREAD_HEADERS):
+    for want in ALL:
         assert [h for h in want if h not in heads] == [], want
     assert "fill \\[bs=128k iodepth=16\\]" in md
     recs = list(csv.DictReader(io.StringIO(csv_report(rows))))
@@ -159,5 +172,34 @@ def test_html_tables_fit_a_1400_px_page(hard, tmp_path):
                  "storage-node-17.rack4.example.org", "prio_aging_expire=10000"):
         assert name in dom.replace("&amp;", "&"), name
     heads = set(re.findall(r"<th[^>]*>([^<]*)</th>", dom))
-    for want in (PHASE_HEADERS, OP_HEADERS, DEVICE_HEADERS, SETTINGS_HEADERS, THREAD_HEADERS):
+    for want in ALL:
         assert [h for h in want if h not in heads] == [], want
+    flat = " ".join(dom.split())
+    assert PREFLUSH in flat and CLIENT in flat
+
+
+def test_fio_beside_the_block_layer(hard):
+    """The numbers of the fio table: fio's IOs and clat from its report, the device's from
+    the phase; the differences named; in the JSON report too."""
+    import json
+
+    from iopulse.report.fio_side import fio_sides
+    from iopulse.report.tables import json_report
+
+    run = load(hard)
+    rows, trows = phase_rows(run)
+    sides = {s.op: s for s in fio_sides(run, rows)}
+    w, r = sides["write"], sides["read"]
+    assert (w.device, w.device_from, w.fio_ios, w.block_ios, w.fio_sync_calls,
+            w.preflushes) == ("loop12345", "filename", 90, 100, 10, 10)
+    assert (r.device, r.fio_ios, r.block_ios, r.fio_clat_ns["p99"]) == \
+        ("nvme0n1", 40, 40, 2_600_000)
+    assert r.client_ns["p99"] == 2_600_000 - r.block_total_ns["p99"]
+    assert len(r.notes) == 1            # the same IO count: only the client-side time
+    doc = json.loads(json_report(run, rows, trows))
+    assert {(x["job"], x["op"], x["fio_ios"], x["block_ios"]) for x in doc["fio"]} == \
+        {(reportrun.job_names(5)[4], "write", 90, 100), (reportrun.job_names(5)[3], "read", 40,
+                                                         40)}
+    assert doc["hosts"][0]["settings"]["devices"]["nvme0n1"]["scheduler"] == "mq-deadline"
+    # without fio's report, no such table
+    assert fio_sides(run, rows, doc={}) == []

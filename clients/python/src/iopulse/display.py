@@ -77,6 +77,18 @@ THREAD_SPECS = [
     Spec("sync_file_range_p99_ns", "sync_file_range p99 ({unit})", NS, "by call"),
 ]
 
+# fio's figures beside the block layer's (report/fio_side.py)
+FIO_SPECS = [
+    Spec("fio_ios", "fio IOs", COUNT, "ios"), Spec("block_ios", "device IOs", COUNT, "ios"),
+    Spec("fio_iops", "fio IOPS", RATE, "iops"), Spec("block_iops", "device IOPS", RATE, "iops"),
+    Spec("fio_p50", "fio clat p50 ({unit})", NS, "p50"),
+    Spec("block_p50", "device total p50 ({unit})", NS, "p50"),
+    Spec("fio_p99", "fio clat p99 ({unit})", NS, "p99"),
+    Spec("block_p99", "device total p99 ({unit})", NS, "p99"),
+    Spec("fio_p999", "fio clat p99.9 ({unit})", NS, "p999"),
+    Spec("block_p999", "device total p99.9 ({unit})", NS, "p999"),
+]
+
 # top: a device's ops, then the device's own figures (on its first line)
 TOP_SPECS = [
     Spec("ios_per_s", "IOPS", RATE, "rate"), Spec("mb_per_s", "MB/s", RATE, "rate"),

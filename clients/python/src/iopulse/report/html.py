@@ -10,7 +10,7 @@ from typing import Any, Optional
 from ..record.reader import Run
 from ..textfit import Grid
 from .metrics import Row, ThreadRow
-from .tables import LEGEND, grids, run_summary
+from .tables import FIO_NOTE, LEGEND, grids, run_summary
 
 # Headers wrap at their spaces, numbers and names never; free text (labels, tunables) wraps
 # anywhere in a column of bounded width: every table fits a page of 1400 px.
@@ -106,6 +106,10 @@ def html_report(run: Run, rows: list[Row], trows: list[ThreadRow],
     body += [f"<p class=\"note\">{html.escape(n)}</p>" for n in g.notes]
     if g.threads:
         body.append("<h2>Busiest sync threads</h2>" + grid_table(g.threads[0]))
+    if g.fio:
+        body.append("<h2>fio beside the block layer</h2>" + grid_table(g.fio[0]) +
+                    f"<p>{html.escape(FIO_NOTE)}</p><ul>" +
+                    "".join(f"<li>{html.escape(n)}</li>" for n in g.fio_notes) + "</ul>")
     if plots:
         from .plots import plot_all
 

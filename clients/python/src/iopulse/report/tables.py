@@ -15,11 +15,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..display import DEVICE_SPECS, OP_SPECS, THREAD_SPECS, columns, shown_ops
+from ..display import DEVICE_SPECS, FIO_SPECS, OP_SPECS, THREAD_SPECS, columns, shown_ops
 from ..phases.model import Phase
 from ..record.reader import Run
 from ..render import fmt_ns
 from ..textfit import Col, Fit, Grid
+from .fio_side import FioSide, fio_sides
 from .labels import LabelColumns
 from .metrics import Row, ThreadRow
 
@@ -119,6 +120,8 @@ class Grids:
     settings: tuple[Grid, ...]
     threads: tuple[Grid, ...]
     notes: list[str] = field(default_factory=list)
+    fio: tuple[Grid, ...] = ()
+    fio_notes: list[str] = field(default_factory=list)     # why fio and the device differ
 
 
 def phase_numbers(run: Run) -> dict[tuple[Any, int], int]:
@@ -238,7 +241,35 @@ def grids(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Grids:
                        [_Line(t.phase, t.host, [],
                               [plain(t.thread.comm), f"{t.thread.pid}/{t.thread.tid}"], c)
                         for t, c in zip(tl, tcells)], tcols, num, aliases)
-    return Grids(pg, og, dg, sg, tg, snotes)
+    sides = sorted(fio_sides(run, rows), key=lambda x: num.get(id(x.phase), 0))
+    fg = fio_grids(sides, num, aliases)
+    fnotes = [f"{num.get(id(x.phase), '?')} {plain(x.job)}, {x.op} on {plain(x.device)}: "
+              f"{n}" for x in sides for n in x.notes]
+    return Grids(pg, og, dg, sg, tg, snotes, fg, fnotes)
+
+
+FIO_NOTE = ("fio's IOs and the device's requests, fio's completion latency (clat: until fio "
+            "reaped the IO) and the device's total latency (until the block layer completed "
+            "it), in the phase of each fio job (the device fio's filename= names, else the "
+            "busiest); why they differ:")
+
+
+def fio_grids(sides: list[FioSide], num: dict[int, int], aliases: Optional[dict[str, str]]
+              ) -> tuple[Grid, ...]:
+    """fio's figures beside the block layer's, when the run kept fio's report."""
+    if not sides:
+        return ()
+    vals = [{"fio_ios": s.fio_ios, "block_ios": s.block_ios, "fio_iops": s.fio_iops,
+             "block_iops": s.block_iops,
+             **{f"fio_{k}": v for k, v in s.fio_clat_ns.items()},
+             **{f"block_{k}": v for k, v in s.block_total_ns.items()}} for s in sides]
+    cols, cells = columns(FIO_SPECS, vals)
+    return _variants("fio beside the block layer", [Col("device", left=True),
+                                                    Col("op", left=True)],
+                     [_Line(s.phase, s.host, [plain(s.device) + (" (busiest)" if
+                                                               s.device_from == "busiest"
+                                                               else "")], [s.op], c)
+                      for s, c in zip(sides, cells)], cols, num, aliases)
 
 
 # the device settings shown: (key, header, how), how "int", "text", "kib", "bool"
@@ -307,6 +338,8 @@ def rich_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Any:
     parts += [Text(n) for n in g.notes]
     if g.threads:
         parts += [Text(""), g.threads]
+    if g.fio:
+        parts += [Text(""), g.fio, Text(FIO_NOTE)] + [Text("- " + n) for n in g.fio_notes]
     return Fit(*parts)
 
 
@@ -359,6 +392,9 @@ def markdown_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> str:
             out.write("\n" + markdown_grid(y[0]))
     for n in g.notes:
         out.write(f"\n{_md_escape(n)}\n")
+    if g.fio:
+        out.write("\n" + markdown_grid(g.fio[0]) + f"\n{_md_escape(FIO_NOTE)}\n\n")
+        out.write("".join(f"- {_md_escape(n)}\n" for n in g.fio_notes))
     return out.getvalue()
 
 
@@ -399,5 +435,6 @@ def json_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> str:
                       "settings": settings[h.name].to_dict() if h.name in settings else None}
                      for h in run.hosts],
            "phases": phases, "devices": [r.to_dict() for r in rows],
-           "threads": [t.to_dict() for t in trows]}
+           "threads": [t.to_dict() for t in trows],
+           "fio": [s.to_dict() for s in fio_sides(run, rows)]}
     return json.dumps(doc, indent=1)
