@@ -1,5 +1,5 @@
 """iopulse compare on real recordings: queue depth 1 against 32 is flagged, repeats of one
-job are not, a single run a side flags nothing."""
+job are not, a single run a side judges nothing; the table shows every column."""
 from __future__ import annotations
 
 import json
@@ -63,10 +63,23 @@ def test_compare_flags_queue_depth_not_repeats(loopdev, daemon, tmp_path):
     assert len(iops) == 1 and iops[0]["basis"] == "runs"
     assert iops[0]["flagged"] and iops[0]["change_pct"] > 50 and iops[0]["better"], iops
     assert iops[0]["labels_changed"] == {"iodepth": ["1", "32"]}
-    # a single run a side: the change is shown, nothing is flagged (no run-to-run spread)
+    assert iops[0]["under_test"] and iops[0]["verdict"] == "better"
+    assert len(iops[0]["base"]) == len(iops[0]["other"]) == 2
+    # the table at 80 columns: every column there (folded), no line wider
+    narrow = subprocess.run(iopulse_cmd("compare", runs["a1"], runs["a2"], "--", runs["b1"],
+                                        runs["b2"]), env=dict(CLIENT_ENV, COLUMNS="80"),
+                            capture_output=True, text=True, timeout=120)
+    assert narrow.returncode == 0, narrow.stderr
+    lines = narrow.stdout.splitlines()
+    assert not [x for x in lines if len(x) > 80], narrow.stdout
+    for head in ("device", "metric", "base runs", "other runs", "change %", "detectable",
+                 "verdict"):
+        assert head in narrow.stdout, (head, narrow.stdout)
+    # a single run a side: the change is shown, nothing is judged (no run-to-run spread)
     ch = compare(["a1"], ["b1"])
     iops = [c for c in ch if c["phase"] == "rand" and c["metric"] == "iops"]
-    assert iops[0]["basis"] == "intervals" and not iops[0]["flagged"], iops
+    assert iops[0]["basis"] == "none" and not iops[0]["flagged"], iops
+    assert iops[0]["verdict"] == "too few" and iops[0]["p"] is None
     assert iops[0]["change_pct"] > 50
     # repeats of one configuration, two a side, interleaved in time: what the job sets (fio's
     # rate sets IOPS and MB/s) is not flagged. (Split by time instead, a1+a2 against a3+a4, a
@@ -74,7 +87,7 @@ def test_compare_flags_queue_depth_not_repeats(loopdev, daemon, tmp_path):
     # rightly flagged one when a second fio ran.) The latency metrics are the machine's: a
     # compile or a second fio during a2 and a4 but not a1 and a3 changes them for real, and
     # compare is right to flag that, so they are shown, not asserted on.
-    controlled = ("iops", "mbps")
+    controlled = ("iops", "mibps", "read_iops", "read_mibps")
     for base, other in ((["a1", "a3"], ["a2", "a4"]),):
         ch = compare(base, other)
         assert {c["metric"] for c in ch if c["phase"] == "rand"} >= set(controlled), \

@@ -1,55 +1,152 @@
-"""Two configurations compared honestly: per phase, device and metric, the change in percent
-and whether it stands out from the spread between repeated runs.
+"""Two configurations compared so that a reviewer can check every verdict: per phase, device,
+op and metric, each run's value, the change absolute and relative, the smallest change these
+runs could tell from noise, and a verdict on the devices under test.
 
-The rule (README, "Comparing runs"): with at least two runs on each side, Welch's t-test on
-the per-run values; a change is flagged when p < alpha (0.05) and it is at least min_change
-(10%). With a single run on a side there is no run-to-run spread to measure and nothing is
-flagged: the change is shown, with the within-run spread of the phase's intervals (p from
-Welch's test on per-interval values) for orientation only. Either way a run's value is the
-report's (report/metrics.py: the phase's counts over its seconds, percentiles of its merged
-buckets), never an average of interval values. Measured on this machine, two
-single repeats of one fio job differed by 26% in IOPS at an interval p of 0.002: intervals
-of one run say nothing about the next run.
+The rule (README, "Comparing runs"):
+- A run's value is the report's (report/metrics.py: the phase's counts over its seconds,
+  percentiles of its merged buckets), never an average of interval values.
+- With at least two runs on each side: Student's two-sample t-test (variances pooled,
+  n_base + n_other - 2 degrees of freedom) on the logarithms of the per-run values, that is
+  on their ratio (on the values themselves when one is 0: a device without IO in a run).
+  The smallest detectable change is the one at which p would reach alpha: t(1 - alpha/2, df)
+  standard errors of the difference, given as a percentage. A percentile comes from
+  histogram buckets (up to 2^-precision of the value wide, 3.1% at precision 5), so its
+  spread is taken as no less than that of values spread evenly over one bucket (sd =
+  width / sqrt(12)): two runs that land in the same bucket do not make every change
+  significant.
+- A change is flagged when p < alpha (0.05), it is at least min_change (10%), and it is on
+  a device under test. A part of the latency (queue wait, service) is judged by its change
+  as a share of the total latency at the same percentile: 2 -> 13 us of queue wait inside a
+  400 us total is 3% of it, however large its own ratio.
+- With one run on a side the run-to-run spread is unknown: changes are shown, not judged.
+- The devices under test of a phase: those that carried at least half the IOs of the busiest
+  device in it (all runs of both sides together), of those the loop and dm/md devices if any
+  (their IO reaches the disks under them again); or the devices selected (devices=...).
+  The others are shown after them and never flagged: their load is not the workload's alone.
 
-Phases match by name and order of appearance (the n-th 'randwrite' with the n-th); labels
-that differ between the sides are shown, not matched on (iodepth=1 against iodepth=32 is the
-point of the comparison). Rows match by host and device; runs of a single host each match by
-device alone, so that two machines can be compared.
+Phases match by name and order of appearance (the n-th 'randwrite' with the n-th) and keep
+the runs' order; a phase or device with data on one side only is listed as such. Labels that
+differ between the sides are shown, not matched on (iodepth=1 against iodepth=16 is the point
+of the comparison). Rows match by host and device; runs of a single host each match by device
+alone, so that two machines can be compared.
 """
 from __future__ import annotations
 
+import fnmatch
+import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Sequence
 
+from .model import DEFAULT_PRECISION
 from .phases.model import Phase
 from .record.reader import Run
-from .report.aggregate import ALL, PhaseAgg
-from .report.metrics import op_figures, phase_rows
-from .stats import mean, welch
+from .record.settings import settings_changes
+from .report.labels import LOOP, OSD, STACKED
+from .report.metrics import Row, phase_rows
+from .stats import mean, sd, student, t_quantile
 
-# (key, header, True when higher is better)
-METRICS = [("iops", "IOPS", True), ("mbps", "MB/s", True), ("qwait_p99", "qwait p99", False),
-           ("svc_p50", "svc p50", False), ("svc_p99", "svc p99", False),
-           ("total_p99", "total p99", False)]
-# each metric's figure in report/metrics.py
-FIGURE = {"iops": "ios_per_s", "mbps": "mb_per_s", "qwait_p99": "qwait_p99_ns",
-          "svc_p50": "svc_p50_ns", "svc_p99": "svc_p99_ns", "total_p99": "total_p99_ns"}
-MIN_INTERVAL_IOS = 20
+ALPHA = 0.05
+MIN_CHANGE = 10.0
+OPS = ("read", "write", "discard", "all")   # "all": the data ops together, as the report's row
+
+# verdicts
+BETTER, WORSE = "better", "worse"           # flagged
+NOISE = "within noise"                      # p >= alpha: not told from the runs' spread
+SMALL = "small"                             # p < alpha, but under min_change
+TOO_FEW = "too few"                         # fewer than two runs on a side: not judged
+NOT_DUT = "not DUT"                         # not a device under test: shown, never judged
+BASE_ONLY, OTHER_ONLY = "base only", "other only"
+VERDICTS = {
+    BETTER: "flagged: p < alpha and at least the minimum change, for the better",
+    WORSE: "flagged: p < alpha and at least the minimum change, for the worse",
+    NOISE: "p >= alpha: the change is inside what the runs' spread produces (below "
+           "'detectable')",
+    SMALL: "p < alpha, but below the minimum change (a latency part: of the total latency)",
+    TOO_FEW: "fewer than two runs with a value on a side: the run-to-run spread is unknown, "
+             "not judged",
+    NOT_DUT: "not a device under test (a backing disk, another tenant's device): shown, "
+             "never flagged",
+    BASE_ONLY: "IO of this kind in the base runs only",
+    OTHER_ONLY: "IO of this kind in the other runs only",
+}
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str               # compare's name: iops, mibps, total_p99, ...
+    figure: str             # its key in report/metrics.op_figures (the unit in its name)
+    header: str
+    unit: str               # "IOPS", "MiB/s" or "ns"
+    higher_better: bool
+    part_of: str = ""       # a part of the latency is judged against this total
+    context: bool = False   # shown for every device, not only the devices under test
+
+    @property
+    def percentile(self) -> bool:
+        """Whether the figure is a percentile of merged buckets (known to one bucket)."""
+        return self.unit == "ns" and "_mean" not in self.figure
+
+
+# in the order a reviewer reads them: throughput, the total latency, then its parts
+METRICS = (
+    Metric("iops", "ios_per_s", "IOPS", "IOPS", True, context=True),
+    Metric("mibps", "mib_per_s", "MiB/s", "MiB/s", True),
+    Metric("total_p50", "total_p50_ns", "total p50", "ns", False),
+    Metric("total_mean", "total_mean_ns", "total mean", "ns", False),
+    Metric("total_p99", "total_p99_ns", "total p99", "ns", False, context=True),
+    Metric("total_p999", "total_p999_ns", "total p99.9", "ns", False),
+    Metric("qwait_p99", "qwait_p99_ns", "qwait p99", "ns", False, part_of="total_p99"),
+    Metric("svc_p50", "svc_p50_ns", "svc p50", "ns", False, part_of="total_p50"),
+    Metric("svc_p99", "svc_p99_ns", "svc p99", "ns", False, part_of="total_p99"),
+)
+BY_NAME = {m.name: m for m in METRICS}
+
+
+def _pct(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    if a is None or b is None or a == 0:
+        return None
+    return 100.0 * (b - a) / abs(a)
 
 
 @dataclass
 class Change:
+    """One phase x host x device x op x metric: each run's value on both sides, and what
+    compare() concluded. base and other are in run order; a run without the phase adds no
+    value, a run with the phase but without IO on the device adds 0 to a rate and nothing to
+    a latency."""
     phase: str
     occurrence: int
     host: str
     device: str
-    metric: str
-    base: list[float]               # the value of each run, as its report gives it
+    op: str                         # read, write, discard, or all (the data ops together)
+    stat: str                       # a METRICS name
+    base: list[float]
     other: list[float]
-    basis: str                      # "runs", or "intervals" (one run a side: never flagged)
+    device_class: str = ""
+    under_test: bool = False
+    only: str = ""                  # "base" or "other": the op has IO on that side only
+    base_total: list[float] = field(default_factory=list)    # a part: the total it is judged
+    other_total: list[float] = field(default_factory=list)   # against, run by run
+    scale: str = ""                 # what the test compared: "log" or "linear"
     p: Optional[float] = None
+    detectable_pct: Optional[float] = None   # on the judged scale
     flagged: bool = False
+    verdict: str = ""
     labels_changed: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @property
+    def metric(self) -> str:
+        """The stat, prefixed with the op unless it is all of them: iops, read_total_p99."""
+        return self.stat if self.op == "all" else f"{self.op}_{self.stat}"
+
+    @property
+    def spec(self) -> Metric:
+        return BY_NAME[self.stat]
+
+    @property
+    def basis(self) -> str:
+        """"runs" when tested on the per-run values, else "none"."""
+        return "runs" if self.scale else "none"
 
     @property
     def base_mean(self) -> Optional[float]:
@@ -60,33 +157,156 @@ class Change:
         return mean(self.other) if self.other else None
 
     @property
-    def change_pct(self) -> Optional[float]:
+    def delta(self) -> Optional[float]:
         b, o = self.base_mean, self.other_mean
-        if b is None or o is None or b == 0:
-            return None
-        return 100.0 * (o - b) / b
+        return None if b is None or o is None else o - b
+
+    @property
+    def change_pct(self) -> Optional[float]:
+        """The change of the mean in percent of the base's."""
+        return _pct(self.base_mean, self.other_mean)
+
+    @property
+    def judged_on(self) -> str:
+        """The metric a change is judged relative to: itself, or for a part of the latency
+        the total at the same percentile."""
+        return self.spec.part_of if self.spec.part_of and self.base_total else self.stat
+
+    @property
+    def judged_pct(self) -> Optional[float]:
+        """The change in percent of what it is judged on (change_pct, or for a latency part
+        the change in percent of the base's total latency)."""
+        if self.judged_on == self.stat:
+            return self.change_pct
+        d, t = self.delta, mean(self.base_total)
+        return None if d is None or not t else 100.0 * d / t
 
     @property
     def better(self) -> Optional[bool]:
-        c = self.change_pct
-        if c is None or not self.flagged:
+        """Whether a flagged change is for the better (None when not flagged)."""
+        d = self.delta
+        if not self.flagged or d is None:
             return None
-        higher = dict((k, h) for k, _, h in METRICS)[self.metric]
-        return (c > 0) == higher
+        return (d > 0) == self.spec.higher_better
 
     def to_dict(self) -> dict[str, Any]:
+        def spread(xs: list[float]) -> dict[str, Any]:
+            return {"sd": sd(xs) if xs else None, "min": min(xs) if xs else None,
+                    "max": max(xs) if xs else None}
+        b, o = spread(self.base), spread(self.other)
         return {"phase": self.phase, "occurrence": self.occurrence, "host": self.host,
-                "device": self.device, "metric": self.metric, "basis": self.basis,
-                "base": self.base, "other": self.other, "base_mean": self.base_mean,
-                "other_mean": self.other_mean, "change_pct": self.change_pct, "p": self.p,
-                "flagged": self.flagged, "better": self.better,
+                "device": self.device, "device_class": self.device_class,
+                "under_test": self.under_test, "op": self.op, "stat": self.stat,
+                "metric": self.metric, "figure": self.spec.figure, "unit": self.spec.unit,
+                "basis": self.basis, "scale": self.scale, "only": self.only,
+                "base": self.base, "other": self.other,
+                "base_mean": self.base_mean, "other_mean": self.other_mean,
+                "base_sd": b["sd"], "other_sd": o["sd"], "base_min": b["min"],
+                "base_max": b["max"], "other_min": o["min"], "other_max": o["max"],
+                "delta": self.delta, "change_pct": self.change_pct,
+                "judged_on": self.judged_on, "judged_pct": self.judged_pct,
+                "detectable_pct": self.detectable_pct, "p": self.p,
+                "flagged": self.flagged, "better": self.better, "verdict": self.verdict,
                 "labels_changed": {k: list(v) for k, v in self.labels_changed.items()}}
 
 
-Key = tuple[str, int, str, str]
+@dataclass
+class PhaseComparison:
+    """One phase as compare() matched it."""
+    name: str
+    occurrence: int
+    depth: int
+    only: str                       # "base" or "other": the phase is in those runs only
+    base_runs: int                  # runs on each side that have the phase
+    other_runs: int
+    base_seconds: list[float]
+    other_seconds: list[float]
+    labels_changed: dict[str, tuple[str, str]]
+    labels: dict[str, str]          # the base's (the other's for a phase only there)
+    under_test: list[tuple[str, str]]   # (host, device), busiest first
+    why: str                        # how the devices under test were chosen
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"phase": self.name, "occurrence": self.occurrence, "depth": self.depth,
+                "only": self.only, "base_runs": self.base_runs,
+                "other_runs": self.other_runs, "base_seconds": self.base_seconds,
+                "other_seconds": self.other_seconds, "labels": self.labels,
+                "labels_changed": {k: list(v) for k, v in self.labels_changed.items()},
+                "under_test": [{"host": h, "device": d} for h, d in self.under_test],
+                "under_test_why": self.why}
 
 
-def _keyed_phases(run: Run) -> list[tuple[tuple[str, int], Phase]]:
+@dataclass
+class SettingChange:
+    """A device setting (or the kernel) that differs between the sides' first runs."""
+    host: str
+    key: str                        # as settings_changes() names it: loop0.scheduler
+    base: str
+    other: str
+
+    def __str__(self) -> str:
+        return (f"{self.host + ': ' if self.host else ''}{self.key} {self.base or '(none)'}"
+                f" -> {self.other or '(none)'}")
+
+
+@dataclass
+class Comparison:
+    base: list[str]                 # the runs' paths
+    other: list[str]
+    alpha: float
+    min_change: float
+    phases: list[PhaseComparison]
+    changes: list[Change]
+    settings: list[SettingChange]
+    notes: list[str]                # what the reader should know (settings not recorded...)
+    selected: bool = False          # devices were selected: all of them are under test
+
+    @property
+    def tested(self) -> bool:
+        """Whether every side has two runs or more (so changes are judged at all)."""
+        return len(self.base) >= 2 and len(self.other) >= 2
+
+    @property
+    def df(self) -> int:
+        return len(self.base) + len(self.other) - 2
+
+    def rule(self) -> str:
+        """The rule in one paragraph, with the numbers of this comparison."""
+        if not self.tested:
+            return ("one run on a side: the run-to-run spread is unknown, so no change is "
+                    "judged (the values and changes are shown); record each configuration "
+                    "at least twice")
+        crit = t_quantile(self.alpha, self.df)
+        return (f"{len(self.base)} and {len(self.other)} runs: Student's t-test on the "
+                f"logarithms of the per-run values ({self.df} degrees of freedom, p < "
+                f"{self.alpha:g} at |t| > {crit:.2f}); a change on a device under test is "
+                f"flagged when p < {self.alpha:g} and it is at least {self.min_change:g}% "
+                f"(a queue-wait or service latency: {self.min_change:g}% of the total latency "
+                f"at that percentile); 'detectable' is the smallest change these runs could "
+                f"tell from noise")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"base": self.base, "other": self.other, "alpha": self.alpha,
+                "min_change_pct": self.min_change, "tested": self.tested,
+                "rule": self.rule(), "selected_devices": self.selected,
+                "settings": [{"host": s.host, "key": s.key, "base": s.base, "other": s.other}
+                             for s in self.settings],
+                "notes": self.notes, "phases": [p.to_dict() for p in self.phases],
+                "changes": [c.to_dict() for c in self.changes]}
+
+
+PKey = tuple[str, int]              # phase name, occurrence
+DKey = tuple[str, str]              # host ("" for runs of one host each), device
+
+
+@dataclass
+class _RunData:
+    run: Run
+    phases: dict[PKey, Phase]       # in the run's order
+    rows: dict[tuple[PKey, DKey], Row]
+
+
+def _keyed_phases(run: Run) -> list[tuple[PKey, Phase]]:
     seen: dict[str, int] = {}
     out = []
     for p in run.phases():
@@ -100,96 +320,217 @@ def _host_key(run: Run, host: str) -> str:
     return "" if len(run.hosts) == 1 else host
 
 
-def _per_run(run: Run) -> dict[Key, dict[str, Optional[float]]]:
-    """Each metric of each phase x host x device as the run's report gives it."""
-    phases = _keyed_phases(run)
-    pos = {id(p): k for k, p in phases}
-    rows, _ = phase_rows(run, [p for _, p in phases])
-    return {(*pos[id(r.phase)], _host_key(run, r.host), r.device):
-            {m: r.values[FIGURE[m]] for m, _, _ in METRICS} for r in rows}
+def _read(run: Run, keep: Callable[[str], bool]) -> _RunData:
+    keyed = _keyed_phases(run)
+    pos = {id(p): k for k, p in keyed}
+    rows, _ = phase_rows(run, [p for _, p in keyed])
+    return _RunData(run, dict(keyed), {(pos[id(r.phase)], (_host_key(run, r.host), r.device)): r
+                                       for r in rows if keep(r.device)})
 
 
-def _per_interval(run: Run) -> dict[Key, dict[str, list[float]]]:
-    phases = _keyed_phases(run)
-    names = {h.index: _host_key(run, h.name) for h in run.hosts}
-    out: dict[Key, dict[str, list[float]]] = {}
-    for host, u in run.iter_updates():
-        inside = [k for k, p in phases if p.contains(host, u)]
-        if not inside:
+def _order(lists: list[list[PKey]]) -> list[PKey]:
+    """The phases of several runs in one order: the first run's, with a phase another run
+    has after its predecessor there."""
+    out: list[PKey] = []
+    for lst in lists:
+        at = 0
+        for k in lst:
+            if k in out:
+                at = out.index(k) + 1
+            else:
+                out.insert(at, k)
+                at += 1
+    return out
+
+
+def _under_test(weights: dict[DKey, float], classes: dict[DKey, str]) -> tuple[list[DKey], str]:
+    """The devices a phase's workload ran on, busiest first, and why."""
+    busy = {k: w for k, w in weights.items() if w > 0 and classes.get(k) != OSD}
+    if not busy:
+        return [], "no IO"
+    top = max(busy.values())
+    near = {k: w for k, w in busy.items() if 2 * w >= top}
+    upper = {k: w for k, w in near.items() if classes.get(k) in (LOOP, STACKED)}
+    pick = upper or near
+    why = ("the loop or dm/md device(s) among those with at least half the busiest "
+           "device's IOs" if upper and len(upper) < len(near) else
+           "the device(s) with at least half the busiest device's IOs")
+    return sorted(pick, key=lambda k: (-pick[k], k)), why
+
+
+def _values(runs: list[_RunData], pk: PKey, dk: DKey, op: str, m: Metric) -> list[float]:
+    out = []
+    for d in runs:
+        r = d.rows.get((pk, dk))
+        if r is None:
+            if m.unit != "ns":
+                out.append(0.0)         # the phase ran, the device had no IO in it
             continue
-        one = PhaseAgg()
-        one.add(u)
-        for dname, a in one.devices.items():
-            v = op_figures(a.op(ALL), one.seconds)
-            if (v["ios"] or 0) < MIN_INTERVAL_IOS:
-                continue
-            for k in inside:
-                d = out.setdefault((*k, names[host], dname), {})
-                for m, _, _ in METRICS:
-                    x = v[FIGURE[m]]
-                    if x is not None:
-                        d.setdefault(m, []).append(float(x))
+        v = r.ops[op][m.figure]
+        if v is not None:
+            out.append(float(v))
     return out
 
 
-def _labels(runs: list[Run]) -> dict[tuple[str, int], dict[str, str]]:
-    out: dict[tuple[str, int], dict[str, str]] = {}
-    for r in runs:
-        for k, p in _keyed_phases(r):
-            out.setdefault(k, dict(p.labels))
-    return out
-
-
-def compare(base: list[Run], other: list[Run], *, min_change: float = 10.0,
-            alpha: float = 0.05) -> list[Change]:
-    """Every metric of every phase x host x device present on both sides: each run's value,
-    and with one run on a side, p from the phases' intervals (shown, never flagged)."""
-    by_runs = len(base) >= 2 and len(other) >= 2
-    bv = [_per_run(r) for r in base]
-    ov = [_per_run(r) for r in other]
-
-    def side(vals: list[dict[Key, dict[str, Optional[float]]]], key: Key,
-             m: str) -> list[float]:
-        return [float(x) for v in vals if key in v for x in (v[key][m],) if x is not None]
-    keys = sorted(set().union(*bv) & set().union(*ov))
-    bget = lambda k, m: side(bv, k, m)  # noqa: E731
-    oget = lambda k, m: side(ov, k, m)  # noqa: E731
-    if by_runs:
-        bp, op_ = bget, oget
-        a, need = alpha, min_change
+def _judge(c: Change, alpha: float, min_change: float, precision: int) -> None:
+    """p, detectable_pct, flagged and verdict of a change (see the module's rule)."""
+    if c.only:
+        c.verdict = BASE_ONLY if c.only == "base" else OTHER_ONLY
+        return
+    if len(c.base) < 2 or len(c.other) < 2:
+        c.verdict = TOO_FEW
+        return
+    log = all(x > 0 for x in c.base + c.other)
+    xb, xo = ([math.log(x) for x in c.base], [math.log(x) for x in c.other]) if log else \
+        (c.base, c.other)
+    floor = 0.0
+    if c.spec.percentile:
+        # a percentile is known to one bucket: never less spread than values spread evenly
+        # over one (up to 2^-precision of the value wide)
+        w = math.log1p(2.0 ** -precision)
+        floor = w * w / 12 if log else (w * mean(c.base + c.other)) ** 2 / 12
+    res = student(xb, xo, floor)
+    assert res is not None
+    _, df, c.p, se = res
+    c.scale = "log" if log else "linear"
+    least = t_quantile(alpha, df) * se         # the smallest significant difference
+    bm = c.base_mean or 0.0
+    absolute = bm * math.expm1(least) if log else least    # in the metric's unit
+    scale = mean(c.base_total) if c.judged_on != c.stat else bm
+    if scale:
+        c.detectable_pct = 100.0 * absolute / abs(scale)
+    judged = c.judged_pct
+    if not c.under_test:
+        c.verdict = NOT_DUT
+    elif c.p >= alpha:
+        c.verdict = NOISE
+    elif judged is None or abs(judged) < min_change:
+        c.verdict = SMALL
     else:
-        bi = _merge_intervals([_per_interval(r) for r in base])
-        oi = _merge_intervals([_per_interval(r) for r in other])
-        bp = lambda k, m: bi.get(k, {}).get(m, [])  # noqa: E731
-        op_ = lambda k, m: oi.get(k, {}).get(m, [])  # noqa: E731
-        a, need = -1.0, min_change     # p is shown, never flagged
-    bl, ol = _labels(base), _labels(other)
-    out: list[Change] = []
-    for key in keys:
-        lb, lo = bl.get(key[:2], {}), ol.get(key[:2], {})
-        diff = {k: (lb.get(k, ""), lo.get(k, "")) for k in set(lb) | set(lo)
-                if lb.get(k) != lo.get(k) and k != "command"}
-        for m, _, _ in METRICS:
-            b, o = bget(key, m), oget(key, m)
-            if not b or not o:
-                continue
-            c = Change(key[0], key[1], key[2], key[3], m, b, o,
-                       "runs" if by_runs else "intervals", labels_changed=diff)
-            w = welch(bp(key, m), op_(key, m))
-            if w is not None:
-                c.p = w[2]
-                pct = c.change_pct
-                c.flagged = c.p < a and pct is not None and abs(pct) >= need
-            out.append(c)
-    return out
+        c.flagged = True
+        c.verdict = BETTER if c.better else WORSE
 
 
-def _merge_intervals(parts: list[dict[Key, dict[str, list[float]]]]
-                     ) -> dict[Key, dict[str, list[float]]]:
-    out: dict[Key, dict[str, list[float]]] = {}
-    for p in parts:
-        for k, d in p.items():
-            t = out.setdefault(k, {})
-            for m, xs in d.items():
-                t.setdefault(m, []).extend(xs)
-    return out
+def _matcher(devices: Optional[Sequence[str]], exclude: Optional[Sequence[str]]
+             ) -> Callable[[str], bool]:
+    def keep(name: str) -> bool:
+        if devices and not any(fnmatch.fnmatchcase(name, g) for g in devices):
+            return False
+        return not (exclude and any(fnmatch.fnmatchcase(name, g) for g in exclude))
+    return keep
+
+
+def _host_pairs(a: Run, b: Run) -> list[tuple[str, Any, Any]]:
+    """(host label, settings in a, settings in b) for the hosts of two runs, matched as the
+    rows are: the single host of each, or by name."""
+    if len(a.hosts) == 1 and len(b.hosts) == 1:
+        return [("", a.hosts[0].settings, b.hosts[0].settings)]
+    sa, sb = a.settings, b.settings
+    names = [h.name for h in a.hosts] + [h.name for h in b.hosts if h.name not in
+                                         {x.name for x in a.hosts}]
+    return [(n, sa.get(n), sb.get(n)) for n in names]
+
+
+def _settings(base: list[Run], other: list[Run], devices: list[str]
+              ) -> tuple[list[SettingChange], list[str]]:
+    out: list[SettingChange] = []
+    notes: list[str] = []
+    missing: dict[str, list[str]] = {}
+    for host, a, b in _host_pairs(base[0], other[0]):
+        if a is None or b is None:
+            for side, s in (("base", a), ("other", b)):
+                if s is None:
+                    missing.setdefault(side, []).append(host or "its host")
+            continue
+        out += [SettingChange(host, k, x, y) for k, x, y in settings_changes(a, b, devices)]
+    for side, hosts in missing.items():
+        notes.append(f"device settings were not recorded in the first {side} run for "
+                     f"{', '.join(hosts)} (a daemon that does not report them)")
+    for side, runs in (("base", base), ("other", other)):
+        for r in runs[1:]:
+            diff = [str(SettingChange(host, k, x, y)) for host, a, b in
+                    _host_pairs(runs[0], r) if a is not None and b is not None
+                    for k, x, y in settings_changes(a, b, devices)]
+            if diff:
+                notes.append(f"the {side} runs differ among themselves: {runs[0].path} -> "
+                             f"{r.path}: {'; '.join(diff)}")
+    return out, notes
+
+
+def comparison(base: list[Run], other: list[Run], *, min_change: float = MIN_CHANGE,
+               alpha: float = ALPHA, devices: Optional[Sequence[str]] = None,
+               exclude: Optional[Sequence[str]] = None) -> Comparison:
+    """Every metric of every phase x host x device x op of two sets of runs, judged by the
+    module's rule. devices and exclude are shell patterns of device names (sdb, 'loop*'):
+    with devices, only those are compared and all of them are under test."""
+    if not base or not other:
+        raise ValueError("compare: both sides need at least one run")
+    keep = _matcher(devices, exclude)
+    bd = [_read(r, keep) for r in base]
+    od = [_read(r, keep) for r in other]
+    order = _order([list(d.phases) for d in bd + od])
+    precision = min((h.info.histogram.precision for r in base + other for h in r.hosts
+                     if h.info is not None and h.info.histogram.precision),
+                    default=DEFAULT_PRECISION)
+    phases: list[PhaseComparison] = []
+    changes: list[Change] = []
+    seen_devices: set[str] = set()
+    for pk in order:
+        bruns = [d for d in bd if pk in d.phases]
+        oruns = [d for d in od if pk in d.phases]
+        ph = (bruns or oruns)[0].phases[pk]
+        lb = dict(bruns[0].phases[pk].labels) if bruns else {}
+        lo = dict(oruns[0].phases[pk].labels) if oruns else {}
+        diff = {k: (lb.get(k, ""), lo.get(k, "")) for k in sorted(set(lb) | set(lo))
+                if bruns and oruns and lb.get(k) != lo.get(k) and k != "command"}
+        runs = bruns + oruns
+        weights: dict[DKey, float] = {}
+        classes: dict[DKey, str] = {}
+        for d in runs:
+            for (k, dk), r in d.rows.items():
+                if k == pk:
+                    weights[dk] = weights.get(dk, 0.0) + float(r.ops["all"]["ios"] or 0)
+                    classes.setdefault(dk, r.device_class)
+        if devices:
+            dut = sorted((k for k, w in weights.items() if w > 0),
+                         key=lambda k: (-weights[k], k))
+            why = "the devices selected"
+        else:
+            dut, why = _under_test(weights, classes)
+        rest = sorted((k for k in weights if k not in dut), key=lambda k: (-weights[k], k))
+        phases.append(PhaseComparison(
+            pk[0], pk[1], ph.depth, "" if bruns and oruns else ("base" if bruns else "other"),
+            len(bruns), len(oruns), [d.phases[pk].duration_s for d in bruns],
+            [d.phases[pk].duration_s for d in oruns], diff, lb or lo, dut, why))
+        for dk in dut + rest:
+            seen_devices.add(dk[1])
+            for op in OPS:
+                inb, ino = (any(d.rows[(pk, dk)].ops[op]["ios"] for d in side
+                                if (pk, dk) in d.rows) for side in (bruns, oruns))
+                if not inb and not ino:
+                    continue
+                only = "" if inb and ino else ("base" if inb else "other")
+                for m in METRICS:
+                    b = _values(bruns, pk, dk, op, m) if inb else []
+                    o = _values(oruns, pk, dk, op, m) if ino else []
+                    if not b and not o:
+                        continue
+                    c = Change(pk[0], pk[1], dk[0], dk[1], op, m.name, b, o,
+                               classes.get(dk, ""), dk in dut, only, labels_changed=diff)
+                    if m.part_of:
+                        total = BY_NAME[m.part_of]
+                        c.base_total = _values(bruns, pk, dk, op, total) if inb else []
+                        c.other_total = _values(oruns, pk, dk, op, total) if ino else []
+                    _judge(c, alpha, min_change, precision)
+                    changes.append(c)
+    settings, notes = _settings(base, other, sorted(seen_devices))
+    return Comparison([r.path for r in base], [r.path for r in other], alpha, min_change,
+                      phases, changes, settings, notes, bool(devices))
+
+
+def compare(base: list[Run], other: list[Run], *, min_change: float = MIN_CHANGE,
+            alpha: float = ALPHA, devices: Optional[Sequence[str]] = None,
+            exclude: Optional[Sequence[str]] = None) -> list[Change]:
+    """The changes of comparison(): in the runs' phase order, the devices under test first."""
+    return comparison(base, other, min_change=min_change, alpha=alpha, devices=devices,
+                      exclude=exclude).changes

@@ -4,29 +4,33 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Optional
 
-from ..compare import METRICS, Change, compare
+from ..compare import (BETTER, NOISE, SMALL, VERDICTS, WORSE, Change, Comparison,
+                       PhaseComparison, SettingChange, comparison)
 from ..record.reader import load
-from ..report.tables import fmt
 from .common import EXIT_OK, EXIT_USAGE, console
 
-HELP = "compare runs: change per phase, device and metric, flagged when it stands out"
+HELP = "compare runs: per phase, device and metric, each run's value, the change and a verdict"
 EXAMPLES = """examples:
   iopulse compare base1.iopulse base2.iopulse -- tuned1.iopulse tuned2.iopulse
-  iopulse compare before.iopulse -- after.iopulse --format markdown
-  iopulse compare a*.iopulse -- b*.iopulse --all --min-change 5
+  iopulse compare qd1-*.iopulse -- qd16-*.iopulse --device loop0
+  iopulse compare before.iopulse -- after.iopulse --format markdown -o compare.md
+  iopulse compare a*.iopulse -- b*.iopulse --exclude 'dm-*' --all --min-change 5
 
-With two or more runs on each side, a change is flagged when Welch's t-test on the per-run
-values gives p < 0.05 and the change is at least --min-change percent (default 10). With one
-run on a side nothing is flagged (the run-to-run spread is unknown; p then comes from the
-phase's intervals, for orientation): record each configuration at least twice. Phases match
-by name and order; labels that differ are shown. Flagged changes are green when better (more
-IOPS, less latency), red when worse."""
+Each run's value is the report's. With two or more runs on each side, a change is flagged
+when Student's t-test on the logarithms of the per-run values gives p < 0.05 and the change
+is at least --min-change percent (default 10; a queue-wait or service latency: percent of the
+total latency), on a device under test. 'detectable' is the smallest change these runs could
+tell from noise. The devices under test of a phase are those with at least half the busiest
+device's IOs (a loop or dm device before the disk under it), or those given with --device;
+the others are listed after them and never flagged. With one run on a side nothing is judged:
+record each configuration at least twice. Phases keep the runs' order and match by name and
+order; labels and device settings that differ are shown."""
 CONNECTS = False
-KIND = {"iops": "rate", "mbps": "rate2"}
-OPTIONS_WITH_VALUE = ("--format", "--min-change", "-o", "--output", "--target", "--timeout",
-                      "--connect-timeout")
+OPTIONS_WITH_VALUE = ("--format", "--min-change", "-o", "--output", "--device", "--exclude",
+                      "--target", "--timeout", "--connect-timeout")
+INDENT = 4          # continuation lines of a folded row
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -34,22 +38,294 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                    help="BASE runs, then --, then the OTHER runs")
     # the OTHER runs (after --) are split off before argparse sees them: args.other
     s.add_argument("--format", choices=("table", "markdown", "json", "html"), default="table",
-                   help="table (terminal, default), markdown, json, or html (flagged changes "
-                        "coloured)")
+                   help="table (terminal, default; rows fold to fit its width), markdown, "
+                        "json (every value of every run), or html (flagged changes coloured)")
     s.add_argument("-o", "--output", default="-", metavar="FILE",
                    help="write here instead of standard output (markdown, json, html)")
     s.add_argument("--min-change", type=float, default=10.0, metavar="PCT",
                    help="smallest change in percent that is flagged (default 10)")
+    s.add_argument("--device", action="append", metavar="NAME",
+                   help="compare only these devices (a name or a shell pattern, 'loop*'; "
+                        "repeatable); all of them are devices under test")
+    s.add_argument("--exclude", action="append", metavar="NAME",
+                   help="leave out these devices (a name or a shell pattern; repeatable)")
     s.add_argument("--all", action="store_true",
-                   help="every metric (default: flagged changes and IOPS of every row)")
+                   help="every metric of every device and op (default: every metric of the "
+                        "devices under test, IOPS and total p99 of the others)")
 
 
-def _value(c: Change, v: Any) -> str:
-    return fmt(KIND.get(c.metric, "ns"), v)
+# ---- values as text ----------------------------------------------------------------------
+
+def _unit(c: Change) -> tuple[str, float]:
+    """The unit a row's values are shown in, and its size in the metric's own unit."""
+    if c.spec.unit != "ns":
+        return c.spec.unit, 1.0
+    # the unit of the smaller side's mean: 0.11-1.2 ms reads 110 .. 1,200 us, three digits
+    means = [m for m in (c.base_mean, c.other_mean) if m]
+    low = min(means) if means else 0.0
+    for name, size in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if low >= size:
+            return name, size
+    return "ns", 1.0
 
 
-def _shown(changes: list[Change], everything: bool) -> list[Change]:
-    return [c for c in changes if everything or c.flagged or c.metric == "iops"]
+def _num(v: Optional[float], sign: bool = False, whole: bool = False) -> str:
+    if v is None:
+        return "-"
+    a, s = abs(v), "+" if sign else ""
+    if whole or a >= 100 or a == 0:
+        return f"{v:{s},.0f}"
+    return f"{v:{s}.1f}" if a >= 10 else f"{v:{s}.2f}"
+
+
+def _pct(v: Optional[float]) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.0f}%" if abs(v) >= 100 else f"{v:+.1f}%"
+
+
+def _metric_name(c: Change) -> str:
+    unit, _ = _unit(c)
+    return c.spec.header if c.spec.unit != "ns" else f"{c.spec.header} {unit}"
+
+
+def _cells(c: Change, runs: bool, hosts: bool) -> list[str]:
+    unit, size = _unit(c)
+    whole = c.spec.unit == "IOPS"
+
+    def val(v: Optional[float], sign: bool = False) -> str:
+        return _num(None if v is None else v / size, sign, whole)
+
+    def each(xs: list[float]) -> str:
+        return " ".join(val(x) for x in xs) if xs else "-"
+    if c.judged_on != c.stat and c.judged_pct is not None:
+        change = f"{_pct(c.judged_pct)} of total"
+    else:
+        change = _pct(c.change_pct)
+    d = c.detectable_pct
+    det = "-" if d is None else (">999%" if d > 999 else f"±{d:.0f}%" if d >= 10 else
+                                 f"±{d:.1f}%" if d >= 1 else f"±{d:.2g}%")
+    p = "-" if c.p is None else ("<0.001" if c.p < 0.001 else f"{c.p:.3f}")
+    out = ([c.host] if hosts else []) + [c.device, c.op, _metric_name(c), val(c.base_mean)]
+    out += [each(c.base)] if runs else []
+    out += [val(c.other_mean)] + ([each(c.other)] if runs else [])
+    return out + [val(c.delta, True), change, det, p, c.verdict]
+
+
+def _heads(runs: bool, hosts: bool) -> tuple[list[str], int]:
+    """The column headers, and how many of them are left-aligned labels."""
+    lead = (["host"] if hosts else []) + ["device", "op", "metric"]
+    heads = lead + ["base"] + (["base runs"] if runs else []) + ["other"] + \
+        (["other runs"] if runs else []) + ["change", "change %", "detectable", "p", "verdict"]
+    return heads, len(lead)
+
+
+def _left(heads: list[str], lead: int) -> set[int]:
+    return set(range(lead)) | {i for i, h in enumerate(heads) if h in ("base runs",
+                                                                         "other runs", "verdict")}
+
+
+def _shown(c: Change, everything: bool) -> bool:
+    if everything:
+        return True
+    if c.op == "all":
+        return False            # read and write apart: "all" is in --all and the JSON
+    if c.under_test and not c.only:
+        return True
+    return c.spec.context and (c.under_test or c.op != "discard")
+
+
+def phase_heading(p: PhaseComparison, cmp: Comparison) -> str:
+    name = p.name + (f" #{p.occurrence + 1}" if p.occurrence else "")
+    parts = [("  " * p.depth) + "phase " + name]
+    if p.labels_changed:
+        parts.append(", ".join(f"{k} {a or '(none)'} -> {b or '(none)'}"
+                               for k, (a, b) in p.labels_changed.items()))
+    if p.only:
+        n, of = (p.base_runs, len(cmp.base)) if p.only == "base" else \
+            (p.other_runs, len(cmp.other))
+        parts.append(f"only in the {p.only} runs ({n} of {of})")
+    else:
+        lo, hi = (f"{f(p.base_seconds + p.other_seconds):.1f}" for f in (min, max))
+        parts.append(f"runs {p.base_runs} + {p.other_runs}, {lo if lo == hi else lo + '-' + hi} s")
+    dut = ", ".join(f"{h}:{d}" if h else d for h, d in p.under_test)
+    parts.append(f"under test: {dut}" if dut else "no IO")
+    return "; ".join(parts)
+
+
+def settings_lines(changes: list[SettingChange]) -> list[str]:
+    """One line per setting that differs, a changed scheduler first with the tunables of
+    each side's scheduler together on the line after it."""
+    sched = {(s.host, s.key[:-len(".scheduler")]): s for s in changes
+             if s.key.endswith(".scheduler")}
+    tunables: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    rest = []
+    for s in changes:
+        dev, sep, name = s.key.partition(".iosched.")
+        if sep and (s.host, dev) in sched:
+            tunables.setdefault((s.host, dev), []).append((name, s.base, s.other))
+        elif not s.key.endswith(".scheduler"):
+            rest.append(str(s))
+    out = []
+    for k, s in sched.items():
+        out.append(str(s))
+        if k in tunables:
+            kv = [" ".join(f"{n}={v[i]}" for n, *v in tunables[k] if v[i]) or "(none)"
+                  for i in (0, 1)]
+            out.append(f"  its tunables: {kv[0]} -> {kv[1]}")
+    return out + rest
+
+
+def header_lines(cmp: Comparison) -> list[str]:
+    judged = [c for c in cmp.changes if c.verdict in (BETTER, WORSE, NOISE, SMALL)]
+    lines = [f"base:  {len(cmp.base)} run{'s' * (len(cmp.base) != 1)}: {' '.join(cmp.base)}",
+             f"other: {len(cmp.other)} run{'s' * (len(cmp.other) != 1)}: {' '.join(cmp.other)}"]
+    if cmp.settings:
+        lines.append("settings that differ (base -> other):")
+        lines += ["  " + x for x in settings_lines(cmp.settings)]
+    else:
+        lines.append("settings that differ (base -> other): none, of the devices compared")
+    lines.append("rule: " + cmp.rule())
+    if cmp.tested:
+        count = {v: sum(c.verdict == v for c in judged) for v in (NOISE, SMALL)}
+        lines.append(f"flagged: {sum(c.flagged for c in cmp.changes)} of {len(judged)} changes "
+                     f"judged on the devices under test ({count[NOISE]} within noise, "
+                     f"{count[SMALL]} small)")
+    lines += ["note: " + n for n in cmp.notes]
+    return lines
+
+
+def _rows(cmp: Comparison, everything: bool) -> tuple[list[str], int, bool,
+                                                      list[tuple[PhaseComparison, list[Change]]]]:
+    runs = len(cmp.base) > 1 or len(cmp.other) > 1
+    hosts = any(c.host for c in cmp.changes)
+    heads, lead = _heads(runs, hosts)
+    groups = []
+    for p in cmp.phases:
+        cs = [c for c in cmp.changes if c.phase == p.name and c.occurrence == p.occurrence
+              and _shown(c, everything)]
+        groups.append((p, cs))
+    return heads, lead, runs, groups
+
+
+# ---- the terminal table --------------------------------------------------------------------
+
+# a folded row: the summary first, then the verdict and its numbers, each run's value last;
+# the columns of a group stay on one line
+FOLD_GROUPS = (("base", "other"), ("change", "change %"), ("verdict",), ("p", "detectable"),
+               ("base runs", "other runs"))
+
+
+def fold(heads: list[str], widths: list[int], width: int, lead: int) -> list[list[int]]:
+    """The columns of each line of a row: all of them on one line when they fit in width;
+    else the lead columns, then the others by FOLD_GROUPS, each line as full as fits, the
+    lines after the first indented by INDENT."""
+    if sum(widths) + 2 * (len(widths) - 1) <= width:
+        return [list(range(len(widths)))]
+    lines: list[list[int]] = [list(range(lead))]
+    used = sum(widths[:lead]) + 2 * (lead - 1)
+    for group in FOLD_GROUPS:
+        cols = [heads.index(h) for h in group if h in heads]
+        need = sum(widths[i] + 2 for i in cols)
+        # a group too wide for a line of its own (many runs) goes column by column
+        for part in [cols] if INDENT - 2 + need <= width else [[i] for i in cols]:
+            need = sum(widths[i] + 2 for i in part)
+            if part and used + need > width:
+                lines.append([])
+                used = INDENT - 2
+            lines[-1] += part
+            used += need
+    return lines
+
+
+def render_lines(cells: list[str], widths: list[int], layout: list[list[int]],
+                 left: set[int]) -> list[str]:
+    out = []
+    for n, cols in enumerate(layout):
+        text = "  ".join(cells[i].ljust(widths[i]) if i in left else cells[i].rjust(widths[i])
+                         for i in cols)
+        out.append(((" " * INDENT) if n else "") + text.rstrip())
+    return out
+
+
+def _table(cmp: Comparison, everything: bool) -> int:
+    from rich.text import Text
+
+    con = console()
+    heads, lead, runs, groups = _rows(cmp, everything)
+    hosts = "host" in heads
+    cells = [(c, _cells(c, runs, hosts)) for _, cs in groups for c in cs]
+    widths = [max([len(h)] + [len(r[i]) for _, r in cells]) for i, h in enumerate(heads)]
+    layout = fold(heads, widths, con.width, lead)
+    left = _left(heads, lead)
+    for line in header_lines(cmp):
+        con.print(Text(line))
+    by = {id(c): r for c, r in cells}
+    for p, cs in groups:
+        con.print()
+        con.print(Text(phase_heading(p, cmp), style="bold"))
+        if not cs:
+            continue
+        for line in render_lines(heads, widths, layout, left):
+            con.print(Text(line, style="bold"), soft_wrap=True)
+        for c in cs:
+            style = "" if not c.flagged else ("green" if c.better else "red")
+            for line in render_lines(by[id(c)], widths, layout, left):
+                con.print(Text(line, style=style), soft_wrap=True)
+    used = {c.verdict for c, _ in cells}
+    con.print()
+    con.print(Text("verdicts: " + "; ".join(f"{v}: {VERDICTS[v]}" for v in VERDICTS
+                                            if v in used)))
+    return EXIT_OK
+
+
+# ---- markdown, html, json --------------------------------------------------------------------
+
+def _md(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(cmp: Comparison, everything: bool) -> str:
+    heads, lead, runs, groups = _rows(cmp, everything)
+    hosts = "host" in heads
+    out = ["# iopulse compare", ""] + [f"- {_md(x)}" for x in header_lines(cmp)]
+    for p, cs in groups:
+        out += ["", f"## {_md(phase_heading(p, cmp).strip())}", ""]
+        if not cs:
+            continue
+        out.append("| " + " | ".join(heads) + " |")
+        out.append("|" + "|".join("---" if i in _left(heads, lead) else "---:"
+                                  for i in range(len(heads))) + "|")
+        for c in cs:
+            r = _cells(c, runs, hosts)
+            if c.flagged:
+                r[-1] = f"**{r[-1]}**"
+            out.append("| " + " | ".join(_md(x) for x in r) + " |")
+    used = {c.verdict for _, cs in groups for c in cs}
+    out += ["", "Verdicts:", ""] + [f"- **{v}**: {_md(VERDICTS[v])}" for v in VERDICTS
+                                    if v in used]
+    return "\n".join(out) + "\n"
+
+
+def html_page(cmp: Comparison, everything: bool) -> str:
+    import html
+
+    from ..report.html import page, table
+
+    heads, lead, runs, groups = _rows(cmp, everything)
+    hosts = "host" in heads
+    body = ["<h1>iopulse compare</h1>"] + [f"<p class=\"note\">{html.escape(x)}</p>"
+                                           for x in header_lines(cmp)]
+    for p, cs in groups:
+        body.append(f"<h2>{html.escape(phase_heading(p, cmp).strip())}</h2>")
+        if cs:
+            body.append(table(heads, [_cells(c, runs, hosts) for c in cs], lead,
+                              [c.verdict if c.flagged else "" for c in cs]))
+    used = {c.verdict for _, cs in groups for c in cs}
+    body.append("<ul class=\"note\">" + "".join(
+        f"<li><b>{html.escape(v)}</b>: {html.escape(VERDICTS[v])}</li>" for v in VERDICTS
+        if v in used) + "</ul>")
+    return page("iopulse compare", body)
 
 
 def _emit(path: str, text: str) -> int:
@@ -68,54 +344,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     base = [load(p) for p in bpaths]
     other = [load(p) for p in opaths]
-    changes = compare(base, other, min_change=args.min_change)
-    shown = _shown(changes, args.all)
-    names = dict((k, h) for k, h, _ in METRICS)
-    head = (f"base: {', '.join(bpaths)}\nother: {', '.join(opaths)}\n"
-            f"{sum(c.flagged for c in changes)} of {len(changes)} comparisons flagged "
-            f"(basis: {changes[0].basis if changes else '-'})")
-    if changes and changes[0].basis == "intervals":
-        head += ("\none run on a side: the run-to-run spread is unknown, nothing is flagged "
-                 "(p from the phase's intervals, for orientation); record each side twice")
+    cmp = comparison(base, other, min_change=args.min_change, devices=args.device,
+                     exclude=args.exclude)
+    if args.device and not cmp.changes:
+        print(f"iopulse compare: no device with IO matches --device "
+              f"{' '.join(args.device)}", file=sys.stderr)
+        return EXIT_USAGE
     if args.format == "json":
-        return _emit(args.output, json.dumps(
-            {"base": bpaths, "other": opaths, "changes": [c.to_dict() for c in changes]},
-            indent=1) + "\n")
-    cols = ["phase", "host", "device", "metric", "base", "other", "change", "p", "", "labels"]
-    rows = []
-    for c in shown:
-        pct = c.change_pct
-        mark = "" if not c.flagged else ("better" if c.better else "worse")
-        rows.append((c, [c.phase + (f" #{c.occurrence + 1}" if c.occurrence else ""), c.host,
-                         c.device, names[c.metric], _value(c, c.base_mean),
-                         _value(c, c.other_mean), "-" if pct is None else f"{pct:+.1f}%",
-                         "-" if c.p is None else f"{c.p:.3f}", mark,
-                         " ".join(f"{k}={a}->{b}" for k, (a, b) in sorted(
-                             c.labels_changed.items()))]))
-    if args.format == "html":
-        from ..report.html import compare_page
-
-        return _emit(args.output, compare_page(
-            head, cols, [r for _, r in rows],
-            ["" if not c.flagged else ("better" if c.better else "worse") for c, _ in rows]))
+        return _emit(args.output, json.dumps(cmp.to_dict(), indent=1) + "\n")
     if args.format == "markdown":
-        out = [f"# iopulse compare\n\n```\n{head}\n```\n", "| " + " | ".join(cols) + " |",
-               "|" + "|".join("---" for _ in cols) + "|"]
-        for c, r in rows:
-            if c.flagged:
-                r[8] = f"**{r[8]}**"
-            out.append("| " + " | ".join(x.replace("|", "\\|") for x in r) + " |")
-        return _emit(args.output, "\n".join(out) + "\n")
-    from rich.table import Table
+        return _emit(args.output, markdown(cmp, args.all))
+    if args.format == "html":
+        return _emit(args.output, html_page(cmp, args.all))
+    return _table(cmp, args.all)
 
-    con = console()
-    con.print(head)
-    t = Table(title_justify="left")
-    for i, col in enumerate(cols):
-        t.add_column(col, justify="right" if 4 <= i <= 7 else "left",
-                     min_width=max([len(r[i]) for _, r in rows] + [1]))
-    for c, r in rows:
-        style = None if not c.flagged else ("green" if c.better else "red")
-        t.add_row(*r, style=style)
-    con.print(t)
-    return EXIT_OK
