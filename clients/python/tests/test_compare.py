@@ -377,6 +377,17 @@ def test_json_markdown_and_html(qd_runs, capsys, tmp_path):
     assert "<th class=\"\">verdict</th>" in text and "class=\"worse\"" in text
 
 
+def test_one_run_a_side_on_the_terminal(qd_runs, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    out = _compare(qd_runs, capsys, base=("qd1-a",), other=("qd16-a",))
+    assert "flagged: 0 of " in out and "none judged: one run on a side" in out
+    heads = next(x for x in out.splitlines() if x.startswith("device"))
+    assert re.split(r"\s{2,}", heads) == ["device", "op", "metric", "base", "other", "change",
+                                          "change %", "detectable", "p", "verdict"]
+    row = next(x for x in out.splitlines() if x.startswith("loop0   read   IOPS"))
+    assert row.rstrip().endswith("too few")
+
+
 def test_device_option_that_matches_nothing_is_a_usage_error(qd_runs, capsys):
     argv = ["compare", qd_runs["qd1-a"][0], "--", qd_runs["qd16-a"][0], "--device", "nvme*"]
     assert main(argv) == 2

@@ -191,6 +191,9 @@ def header_lines(cmp: Comparison) -> list[str]:
         lines.append(f"flagged: {sum(c.flagged for c in cmp.changes)} of {len(judged)} changes "
                      f"judged on the devices under test ({count[NOISE]} within noise, "
                      f"{count[SMALL]} small)")
+    else:
+        lines.append(f"flagged: 0 of {len(cmp.changes)} changes (none judged: one run on a "
+                     f"side)")
     lines += ["note: " + n for n in cmp.notes]
     return lines
 
