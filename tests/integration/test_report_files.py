@@ -41,10 +41,12 @@ def run_ok(argv: list[str], timeout: float = 180) -> subprocess.CompletedProcess
     return p
 
 
-def browser_dom(path: str) -> str:
-    """The page's DOM after load, as Debian's chromium renders it headless."""
+def browser_dom(path: str, width: int = 1400) -> str:
+    """The page's DOM after load, as Debian's chromium renders it headless in a window
+    width pixels wide."""
     argv = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--virtual-time-budget=5000", f"--user-data-dir={os.path.dirname(path)}/chromium",
+            f"--window-size={width},1000", "--virtual-time-budget=5000",
+            f"--user-data-dir={os.path.dirname(path)}/chromium",
             "--dump-dom", f"file://{path}"]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                          start_new_session=True)
@@ -107,6 +109,66 @@ def test_html_report_in_a_real_browser(recorded):
     # only fio's threads)
     want = 4 + (1 if sync_calls(out) else 0)
     assert m.group(1) == "loaded" and int(m.group(2)) == want, (m.group(0), want)
+    # every table within the 1400 px page: the page measures itself once loaded
+    fit = re.search(r'<body[^>]*data-fit="([^"]*)"', dom)
+    assert fit and fit.group(1).startswith("fits "), fit.group(0) if fit else dom[:500]
+    for head in ("IOPS", "MiB/s", "total p99.9 (µs)", "seek p50 (sectors)", "fio clat p99 (µs)"):
+        assert f">{head}</th>" in dom, head
+
+
+def test_terminal_report_at_80_columns(recorded):
+    """In a real 80-column terminal every column of every table is on screen (the tables
+    fold), and no name or number is cut."""
+    import fcntl
+    import struct
+    import termios
+
+    from grpc_testlib import read_pty_until
+
+    out, dev, _ = recorded
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 80, 0, 0))
+    env = {k: v for k, v in CLIENT_ENV.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen(iopulse_cmd("report", out), stdin=slave, stdout=slave, stderr=slave,
+                         env=dict(env, TERM="xterm-256color"), close_fds=True)
+    os.close(slave)
+    try:
+        text = read_pty_until(master, lambda t: False, 120) if p.wait(120) == 0 else ""
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+        os.close(master)
+    import re
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r", "")
+    assert p.returncode == 0 and "Traceback" not in text, text[-2000:]
+    assert max(len(x.rstrip()) for x in text.split("\n")) <= 80
+    assert "…" not in text
+    words = set(text.split())
+    for w in ("IOPS", "MiB/s", "p99.9", "mean", "max", "(sectors)", "preflush", "fill-seq",
+              "rand-read", dev):
+        assert w in words, (w, text[:3000])
+
+
+def test_report_puts_fio_beside_the_block_layer(recorded):
+    """record kept fio's JSON report: the report's fio table has fio's own counts and clat
+    beside the device's requests and total latency in the same phase."""
+    out, dev, tmp = recorded
+    fio = {j["jobname"]: j for j in json.loads((tmp / "fio.json").read_text())["jobs"]}
+    doc = json.loads(run_ok(iopulse_cmd("report", out, "--format", "json")).stdout)
+    got = {(x["job"], x["op"]): x for x in doc["fio"]}
+    for name, op in (("fill-seq", "write"), ("rand-read", "read")):
+        x = got[(name, op)]
+        print(f"{name} {op}: fio {x['fio_ios']} IOs, clat p50 {x['fio_clat_p50_ns']} p99 "
+              f"{x['fio_clat_p99_ns']}; {dev} {x['block_ios']} requests, total p50 "
+              f"{x['block_total_p50_ns']} p99 {x['block_total_p99_ns']}; {x['notes']}")
+        assert (x["device"], x["device_from"]) == (dev, "filename")
+        assert x["fio_ios"] == fio[name][op]["total_ios"]
+        assert abs(x["block_ios"] - x["fio_ios"]) <= 0.01 * x["fio_ios"]
+        # psync: fio's clat is the whole pwrite/pread, which holds the device's total time
+        # (bucket midpoints are within 3.2%)
+        assert x["fio_clat_p50_ns"] >= 0.96 * x["block_total_p50_ns"], x
+        assert any("client-side time" in n for n in x["notes"])
 
 
 def test_plots_are_not_blank(recorded):

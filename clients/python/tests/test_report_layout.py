@@ -203,3 +203,9 @@ def test_fio_beside_the_block_layer(hard):
     assert doc["hosts"][0]["settings"]["devices"]["nvme0n1"]["scheduler"] == "mq-deadline"
     # without fio's report, no such table
     assert fio_sides(run, rows, doc={}) == []
+    # the same IOs over fio's runtime and over the phase's seconds
+    fio = reportrun.fio_report(reportrun.job_names(5))
+    fio["jobs"][1]["read"].update(runtime=1100, iops=40 / 1.1)
+    (r,) = [x for x in fio_sides(run, rows, doc=fio) if x.op == "read"]
+    assert r.notes[0] == ("the same IOs over different times: IOPS over the phase's 1.000 s "
+                          "(interval edges) and fio's runtime of 1.100 s"), r.notes

@@ -41,6 +41,8 @@ class FioSide:
     block_iops: Optional[float]     # the phase's requests over its seconds
     block_total_ns: dict[str, Optional[float]]
     preflushes: int                 # the device's requests carrying a preflush in the phase
+    seconds: float = 0.0            # the phase's, on the device's host
+    fio_runtime_s: Optional[float] = None       # fio's runtime of the job (the longest)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -53,7 +55,8 @@ class FioSide:
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("job", "op", "host", "device", "device_from",
                                            "fio_ios", "fio_iops", "fio_sync_calls",
-                                           "block_ios", "block_iops", "preflushes", "notes")}
+                                           "block_ios", "block_iops", "preflushes",
+                                           "seconds", "fio_runtime_s", "notes")}
         d["phase"] = self.phase.name
         for k, _ in QS:
             d[f"fio_clat_{k}_ns"] = self.fio_clat_ns[k]
@@ -143,6 +146,10 @@ def _notes(s: FioSide) -> list[str]:
     elif extra < 0:
         out.append(f"{-extra} fewer requests than fio's IOs: IOs merged in the block layer"
                    " (or fio's IOs went to a cache)")
+    if s.fio_iops and s.block_iops and s.fio_runtime_s and \
+            abs(s.block_iops / s.fio_iops - 1) > 0.005 and abs(extra) <= 0.005 * s.fio_ios:
+        out.append(f"the same IOs over different times: IOPS over the phase's {s.seconds:.3f} s "
+                   f"(interval edges) and fio's runtime of {s.fio_runtime_s:.3f} s")
     c = s.client_ns
     if c["p50"] is not None and c["p99"] is not None:
         out.append(f"fio's clat is {c['p50'] / 1e3:.1f} µs (p50) and {c['p99'] / 1e3:.1f} µs "
@@ -197,7 +204,9 @@ def fio_sides(run: Run, rows: list[Row], doc: Optional[dict[str, Any]] = None
                         else None, _clat(entries), sync, int(r.ops[op]["ios"] or 0),
                         r.ops[op]["ios_per_s"],
                         {k: r.ops[op][f"total_{k}_ns"] for k, _ in QS},
-                        int(r.device_only.get("preflushes") or 0))
+                        int(r.device_only.get("preflushes") or 0), r.seconds,
+                        max((float(e["runtime"]) / 1e3 for e in entries
+                             if isinstance(e.get("runtime"), (int, float))), default=None))
             s.notes = _notes(s)
             out.append(s)
     return out
