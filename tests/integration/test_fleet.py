@@ -29,7 +29,8 @@ def test_top_over_two_daemons_survives_one_going_away(daemon):
     os.close(slave)
 
     def both_up(text: str) -> bool:
-        return bool(_seqs(text, ta) and _seqs(text, tb) and "(merged)" in text)
+        return bool(_seqs(text, ta) and _seqs(text, tb) and "(merged)" in text and
+                    "counted once" in text)
 
     def a_updates_after_down(text: str) -> bool:
         i = text.find(f"{tb}: DOWN")
@@ -55,6 +56,9 @@ def test_top_over_two_daemons_survives_one_going_away(daemon):
           f"stopping {tb} ({took:.1f} s): {ta} seqs {_seqs(after_down, ta)}")
     assert _seqs(first, ta) and _seqs(first, tb), f"both hosts not on screen: {first[-3000:]!r}"
     assert "(merged)" in first
+    # both daemons watch this host's devices: the merged lines count each of them once
+    once = re.findall(r"merged: (\S+) of \S+ is \S+'s \S+: counted once", first)
+    assert once, first[-3000:]
     assert down_at >= 0, f"{tb} never shown as down: {later[-3000:]!r}"
     seqs = _seqs(after_down, ta)
     assert len(set(seqs)) >= 2 and max(seqs) > max(_seqs(first, ta)), \
