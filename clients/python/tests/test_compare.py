@@ -371,6 +371,7 @@ def test_json_markdown_and_html(qd_runs, capsys, tmp_path):
     assert [p["phase"] for p in doc["phases"]][:2] == ["warmup", "write-fill"]
     md = _compare(qd_runs, capsys, "--format", "markdown")
     assert "| device | op | metric | base | base runs |" in md and "**worse**" in md
+    assert "\n  - loop0.scheduler none -> mq-deadline\n" in md      # nested under its heading
     page = tmp_path / "c.html"
     _compare(qd_runs, capsys, "--format", "html", "-o", str(page))
     text = page.read_text()

@@ -291,7 +291,8 @@ def _md(s: str) -> str:
 def markdown(cmp: Comparison, everything: bool) -> str:
     heads, lead, runs, groups = _rows(cmp, everything)
     hosts = "host" in heads
-    out = ["# iopulse compare", ""] + [f"- {_md(x)}" for x in header_lines(cmp)]
+    out = ["# iopulse compare", ""] + [" " * (len(x) - len(x.lstrip())) + f"- {_md(x.strip())}"
+                                       for x in header_lines(cmp)]
     for p, cs in groups:
         out += ["", f"## {_md(phase_heading(p, cmp).strip())}", ""]
         if not cs:
