@@ -52,14 +52,15 @@ OP_SPECS = [
     Spec("total_max_ns", "total max ({unit})", NS, "total"),
 ]
 
-# what belongs to the device rather than to one op (flush_p99_ns: flush requests' total
-# latency; preflush_p99_ns: requests carrying a preflush)
+# what belongs to the device rather than to one op (flush_svc_p99_ns: flush requests' service
+# time, the only latency they have: the kernel gives them no queue time; preflush_p99_ns:
+# requests carrying a preflush)
 DEVICE_SPECS = [
     Spec("device_class", "class", TEXT), Spec("seq_pct", "seq %", PCT, "seek"),
     Spec("seek_p50_sectors", "seek p50 (sectors)", SECTORS, "seek"),
     Spec("seek_p99_sectors", "seek p99 (sectors)", SECTORS, "seek"),
     Spec("flushes_per_s", "flushes/s", RATE, "flush"),
-    Spec("flush_p99_ns", "flush p99 ({unit})", NS, "flush"),
+    Spec("flush_svc_p99_ns", "flush svc p99 ({unit})", NS, "flush"),
     Spec("preflushes", "preflush writes", COUNT, "preflush"),
     Spec("preflush_p99_ns", "preflush p99 ({unit})", NS, "preflush"),
     Spec("fua_writes", "FUA writes", COUNT), Spec("errors", "errors", COUNT),

@@ -21,15 +21,17 @@ The phases, numbered as in the plots, with their length and labels; per phase x 
 device a line for each op (read, write, discard, and all of them when the device did more
 than one): IOPS, MB/s and MiB/s, request size p50, queue wait p50/p99/p99.9, service
 p50/p99, total p50/mean/p99/p99.9/max; per phase x host x device its own figures
-(sequential %, seek distance p50/p99 in sectors, flush requests/s and their p99, writes
-carrying a preflush and their p99, FUA writes, errors, requeues); each host's device
+(sequential %, seek distance p50/p99 in sectors, flush requests/s and their service p99,
+writes carrying a preflush and their p99, FUA writes, errors, requeues); each host's device
 settings when the recording began (scheduler and its tunables, nr_requests, queue_depth,
-read_ahead, write cache, ...); per phase the busiest sync threads. Every column names its
-unit. Rates are the phase's counts over its seconds, percentiles those of its IOs (its
-intervals' buckets merged). In a terminal the tables fit its width (folded into several,
-each with the phase, host, device and op columns, when narrow); nothing is cut. Phases from
-marks are exact (their edges are interval edges); imported ones say how far their edges may
-be off."""
+read_ahead, write cache, ...); per phase the busiest sync threads; and when record kept
+fio's report, per fio job fio's IOs, IOPS and clat p50/p99/p99.9 beside the device's, with
+what makes them differ (empty preflush writes counted as writes, client-side time). Every
+column names its unit. Rates are the phase's counts over its seconds, percentiles those of
+its IOs (its intervals' buckets merged). In a terminal the tables fit its width (folded into
+several, each with the phase, host, device and op columns, when narrow); nothing is cut.
+Phases from marks are exact (their edges are interval edges); imported ones say how far
+their edges may be off."""
 CONNECTS = False
 FORMATS = ("table", "markdown", "csv", "json", "html")
 

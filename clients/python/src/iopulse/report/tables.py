@@ -220,7 +220,7 @@ def grids(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Grids:
 
     # per phase x host x device: the device's own figures
     dvals = [dict(r.device_only, device_class=r.device_class,
-                  flush_p99_ns=r.ops["flush"]["total_p99_ns"], errors=r.values["errors"])
+                  flush_svc_p99_ns=r.ops["flush"]["svc_p99_ns"], errors=r.values["errors"])
              for r in rows]
     dcols, dcells = columns(DEVICE_SPECS, dvals)
     dg = _variants(f"per phase and device{where}", [Col("device", left=True)],
