@@ -176,3 +176,13 @@ def test_merged_percentiles_are_those_of_all_ios():
     want = Histogram.from_values(5, [2_100_000] * 10 + [9_000_000] * 30)
     assert m.ops["read"]["total_p50_ns"] == want.percentile(50)
     assert m.ops["read"]["ios"] == 40
+
+
+def test_merge_refuses_buckets_of_different_precisions():
+    a = device_rows(_update(devices=("nvme0n1",)))
+    u = Update.from_pb(make_update(3, devices=("nvme1n1",)))
+    u.precision = 6
+    b = device_rows(u)
+    merged, notes = merge_rows([("h1", "h1", a[0]), ("h2", "h2", b[0])])
+    assert merged == [] and notes == ["the disk devices are not merged: their daemons use "
+                                      "different histogram precisions"]

@@ -60,6 +60,7 @@ class DeviceRow:
     seconds: float
     ops: dict[str, Figures] = field(default_factory=dict)
     device_only: Figures = field(default_factory=dict)
+    precision: int = 0              # of the Update's histograms
 
     @classmethod
     def of(cls, u: Update, d: DeviceStats, info: Optional[DeviceInfo] = None) -> "DeviceRow":
@@ -69,7 +70,8 @@ class DeviceRow:
         a = device_agg(d)
         s = u.duration_s
         return cls(label, d.name, d.dev, live_class(d, info), list(d.holders), a, s,
-                   {op: op_figures(a.op(op), s) for op in OPS}, device_figures(a, s))
+                   {op: op_figures(a.op(op), s) for op in OPS}, device_figures(a, s),
+                   u.precision)
 
     def figure(self, key: str) -> Optional[Number]:
         return self.ops[ALL].get(key)
@@ -120,7 +122,8 @@ def merge_rows(rows: Sequence[tuple[str, str, DeviceRow]]) -> tuple[list[Merged]
     disks under it, a loop device and the disk holding its file, a partition and its disk);
     within a class a device below another shown device of it (a dm device under another) is
     left out, and a device seen by two daemons of one host (the same host identity and
-    MAJOR:MINOR) is counted once. notes say what was left out."""
+    MAJOR:MINOR) is counted once; devices whose daemons use different histogram precisions
+    are not merged (their buckets differ). notes say what was left out."""
     notes: list[str] = []
     seen: dict[tuple[str, str], str] = {}
     by_class: dict[str, list[tuple[str, str, DeviceRow]]] = {}
@@ -142,7 +145,10 @@ def merge_rows(rows: Sequence[tuple[str, str, DeviceRow]]) -> tuple[list[Merged]
                 notes.append(f"{r.device} of {host} is under {', '.join(over)}: left out")
             else:
                 keep.append((host, r))
-        if keep:
+        if len({r.precision for _, r in keep}) > 1:
+            notes.append(f"the {cls} devices are not merged: their daemons use different "
+                         "histogram precisions")
+        elif keep:
             ops, dev = merged_figures([(r.agg, r.seconds) for _, r in keep])
             out.append(Merged(cls, keep, ops, dev))
     return out, notes
