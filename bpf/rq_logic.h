@@ -69,6 +69,27 @@ static inline unsigned int iop_rec_set(unsigned long long ptr, unsigned int mask
 	return ((lo >> 4) * 2654435761U >> 8) & mask;
 }
 
+/*
+ * Seek of a data request starting at sector from the end of the one before it on the device
+ * (prev_end, 0 when there was none yet): 0 none, 1 sequential, 2 forward, 3 backward (the
+ * IOP_C_SEQ + class - 1 counters); *dist the distance in sectors.
+ */
+static inline unsigned int iop_seek_class(unsigned long long sector, unsigned long long prev_end,
+					  unsigned long long *dist)
+{
+	*dist = 0;
+	if (!prev_end)
+		return 0;
+	if (sector == prev_end)
+		return 1;
+	if (sector > prev_end) {
+		*dist = sector - prev_end;
+		return 2;
+	}
+	*dist = prev_end - sector;
+	return 3;
+}
+
 enum iop_redispatch {
 	IOP_RD_SAME_IO = 0,   /* requeued, or a driver that started it and returned BUSY */
 	IOP_RD_LOST = 1,      /* a new IO: the previous one completed without a completion event */
