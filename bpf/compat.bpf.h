@@ -43,6 +43,19 @@
  *    meet on a record older than an idle interval.
  * 8. A bio names its disk through bi_bdev since 5.12 (309dca309fc3 "block: store a
  *    block_device pointer in struct bio"), through bi_disk before.
+ * 9. The kernel's own stamps the completion-only mode reads (stamp_logic.h decides per
+ *    request, from the values and the flags, whether they stand):
+ *    - rq->start_time_ns: before 6.13 written at set-up into every request (0 where nothing
+ *      needed a time); from 6.13 ("block: move iostat check into blk_account_io_start()")
+ *      only into requests the iostats account, which carry RQF_IO_STAT (4), so a request
+ *      without the flag holds its previous IO's time.
+ *    - rq->io_start_time_ns: written at dispatch only where the queue keeps blk-stat
+ *      statistics (QUEUE_FLAG_STATS: wbt, blk-iolatency, bfq, iocost, hybrid polling), zeroed
+ *      at set-up; passthrough requests are not stamped from 5.18.
+ *    - From 6.9 both come from blk_time_get_ns, which inside a task's plug returns the time
+ *      read first in it until the task sleeps (da4c8c3d0975 "block: cache current nsec time
+ *      in struct blk_plug"; the loader finds blk_plug.cur_ktime in BTF and says so): a
+ *      request set up and dispatched in one plug carries one time twice.
  */
 
 struct request___pre517 {

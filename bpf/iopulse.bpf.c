@@ -9,6 +9,7 @@
 #include "hist_math.h"
 #include "compat.bpf.h"
 #include "rq_logic.h"
+#include "stamp_logic.h"
 
 /* ---- load-time settings (written by src/collect/probes.c before load) ---- */
 const volatile unsigned int hist_k = IOP_HIST_K_DEFAULT;
@@ -28,6 +29,8 @@ const volatile unsigned int rec_set_mask = IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS -
 const volatile bool bio_records = true;
 /* Sync tracking loaded (its maps exist): the bio program counts flush bios inside sync calls. */
 const volatile bool sync_on = true;
+/* Request records kept (false in the completion-only mode: its one program keeps none). */
+const volatile bool rq_records = true;
 
 /* ---- maps ---- */
 
@@ -199,6 +202,8 @@ struct rq_view {
 	u32 rq_flags;
 	u32 data_len;
 	u32 pt_accounted;   /* a passthrough request the kernel's iostats count */
+	u64 io_start_ns;    /* completion-only mode: the kernel's dispatch stamp (rq_read_*_stamps) */
+	u32 bio_opf;        /* completion-only mode, writes: the first bio's flags */
 };
 
 /* diskstats group of a request (rq_logic.h), -1 for passthrough the kernel does not count */
@@ -640,7 +645,7 @@ static __always_inline int on_rq_requeue(struct rq_view *v)
 
 	if (op_group(v) < 0)
 		return 0;
-	r = find_rq(v->rq);
+	r = rq_records ? find_rq(v->rq) : 0;
 	if (r)
 		r->requeued = 1;
 	slot = dev_slot(v->kdev);
@@ -650,6 +655,126 @@ static __always_inline int on_rq_requeue(struct rq_view *v)
 	base = slot_data(slot);
 	if (base)
 		cnt_add(base, IOP_C_REQUEUE, 1);
+	return 0;
+}
+
+/* ---- completion-only mode (histogram.mode: completion) ---- */
+
+/*
+ * The kernel's own dispatch stamp, and for a write the flags its submitter asked for: the
+ * flush machinery strips REQ_PREFLUSH (and REQ_FUA where the device has none) from the
+ * request, not from its bio (block/blk-flush.c blk_insert_flush). A request holding such a
+ * bio holds only it (those flags forbid merging).
+ */
+static __always_inline void rq_read_btf_stamps(struct request *rq, struct rq_view *v)
+{
+	bool write = (v->cmd_flags & IOP_REQ_OP_MASK) == IOP_REQ_OP_WRITE;
+	struct bio *bio = rq->bio;
+
+	v->io_start_ns = rq->io_start_time_ns;
+	v->bio_opf = write && bio ? bio->bi_opf : 0;
+}
+
+static __always_inline void rq_read_core_stamps(struct request *rq, struct rq_view *v)
+{
+	bool write = (v->cmd_flags & IOP_REQ_OP_MASK) == IOP_REQ_OP_WRITE;
+
+	v->io_start_ns = BPF_CORE_READ(rq, io_start_time_ns);
+	v->bio_opf = write ? BPF_CORE_READ(rq, bio, bi_opf) : 0;
+}
+
+/* Whether blk_mq_start_request ever dispatched the request (its state is not MQ_RQ_IDLE). */
+static __always_inline bool rq_dispatched(struct request *rq, const bool btf)
+{
+	if (btf)
+		return rq->state != MQ_RQ_IDLE;
+	return BPF_CORE_READ(rq, state) != MQ_RQ_IDLE;
+}
+
+/* Size, queue wait and service from the kernel's stamps, and seek in completion order. */
+static __always_inline void compl_dispatch(u64 *base, const struct rq_view *v, unsigned int grp,
+					   u64 start, u64 now)
+{
+	enum iop_dispatch_stamp ds;
+	u64 end, prev, dist;
+	unsigned int cls;
+
+	hist_add(base, IOP_H_SIZE + grp, iop_stat_bytes(v->data_len));
+	if (start) {
+		ds = iop_dispatch_stamp(start, v->io_start_ns, now);
+		if (ds == IOP_DS_OK) {
+			hist_add(base, IOP_H_QUEUE + grp, v->io_start_ns - start);
+			hist_add(base, IOP_H_SERVICE + grp, now - v->io_start_ns);
+		} else {
+			cnt_add(base, IOP_C_NOQUEUE + grp, 1);
+			if (ds == IOP_DS_NONE)
+				cnt_add(base, IOP_C_NO_DISPATCH_TS, 1);
+		}
+	}
+	if ((grp != IOP_OP_READ && grp != IOP_OP_WRITE) || v->pt_accounted)
+		return;   /* no position: a passthrough command's sector means nothing */
+	end = v->sector + (v->data_len >> 9);
+	prev = iop_xchg(&base[IOP_C_PREV_END], end);
+	cls = iop_seek_class(v->sector, prev, &dist);
+	if (cls) {
+		cnt_add(base, IOP_C_SEQ + cls - 1, 1);
+		hist_add(base, IOP_H_SEEK, dist);
+	}
+}
+
+/*
+ * One program, no records: everything from the request as it completes. Counts follow
+ * on_rq_complete's rules for /proc/diskstats; latencies come from the kernel's stamps
+ * (stamp_logic.h) where they stand, and are left out (untimed, no_queue_ts) where not.
+ */
+static __always_inline int on_rq_complete_only(struct request *rq, struct rq_view *v, int error,
+					       unsigned int nr_bytes, const bool btf)
+{
+	u64 now = bpf_ktime_get_ns(), *base, start;
+	unsigned int parts, flush_flags, opf;
+	int slot, grp = op_group(v);
+	bool seq;
+
+	if (grp < 0)
+		return 0;     /* passthrough the kernel does not count: not IO in diskstats */
+	slot = dev_slot(v->kdev);
+	if (slot < 0)
+		return 0;
+	base = slot_data(slot);
+	if (!base)
+		return 0;
+	if (grp != IOP_OP_FLUSH)
+		cnt_add(base, IOP_C_BYTES + grp, iop_stat_bytes(nr_bytes));
+	if (nr_bytes < v->data_len)
+		return 0;     /* partial completion: more of this request follows */
+	opf = v->cmd_flags | v->bio_opf;
+	flush_flags = opf & (iop_req_preflush() | iop_req_fua());
+	seq = grp != IOP_OP_FLUSH && (v->rq_flags & iop_rqf_flush_seq());
+	parts = iop_completion_parts(grp, seq, nr_bytes, v->data_len, flush_flags,
+				     nr_bytes || !flush_flags || seq || rq_dispatched(rq, btf));
+	start = iop_start_stamp(v->start_ns, now, v->rq_flags, iop_rqf_io_stat(),
+				grp == IOP_OP_FLUSH);
+	if (parts & IOP_CE_DISPATCH)
+		compl_dispatch(base, v, grp, start, now);
+	if (!(parts & IOP_CE_IO))
+		return 0;
+	if (error)
+		cnt_add(base, IOP_C_ERRORS + grp, 1);
+	cnt_add(base, IOP_C_IOS + grp, 1);
+	if (grp != IOP_OP_FLUSH && (opf & iop_req_preflush()))
+		cnt_add(base, IOP_C_PREFLUSH, 1);
+	if (grp != IOP_OP_FLUSH && (opf & iop_req_fua()))
+		cnt_add(base, IOP_C_FUA, 1);
+	if (!start) {
+		cnt_add(base, IOP_C_UNTIMED + grp, 1);
+		return 0;
+	}
+	if (grp != IOP_OP_FLUSH && (opf & iop_req_preflush()))
+		hist_add(base, IOP_H_PREFLUSH_LAT, now - start);
+	if (grp != IOP_OP_FLUSH && (opf & iop_req_fua()))
+		hist_add(base, IOP_H_FUA_LAT, now - start);
+	if (parts & IOP_CE_OWN_TIME)
+		hist_add(base, IOP_H_TOTAL + grp, now - start);
 	return 0;
 }
 
@@ -691,6 +816,17 @@ int iop_rq_requeue(u64 *ctx)
 	return on_rq_requeue(&v);
 }
 
+SEC("tp_btf/block_rq_complete")
+int iop_compl(u64 *ctx)
+{
+	struct request *rq = (struct request *)ctx[0];
+	struct rq_view v;
+
+	rq_read_btf(rq, ctx[0], &v);
+	rq_read_btf_stamps(rq, &v);
+	return on_rq_complete_only(rq, &v, (int)ctx[1], (unsigned int)ctx[2], true);
+}
+
 /* raw_tp fallbacks with the same bodies, for kernels without tp_btf. */
 SEC("raw_tp/block_bio_queue")
 int iop_bio_queue_raw(struct bpf_raw_tracepoint_args *ctx)
@@ -716,6 +852,17 @@ int iop_rq_complete_raw(struct bpf_raw_tracepoint_args *ctx)
 
 	rq_read_core((struct request *)ctx->args[0], &v);
 	return on_rq_complete(&v, (int)ctx->args[1], (unsigned int)ctx->args[2]);
+}
+
+SEC("raw_tp/block_rq_complete")
+int iop_compl_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct request *rq = (struct request *)ctx->args[0];
+	struct rq_view v;
+
+	rq_read_core(rq, &v);
+	rq_read_core_stamps(rq, &v);
+	return on_rq_complete_only(rq, &v, (int)ctx->args[1], (unsigned int)ctx->args[2], false);
 }
 
 SEC("raw_tp/block_rq_requeue")

@@ -42,6 +42,8 @@ enum iop_cnt_id {
 	IOP_C_PREV_END = 26,      /* not a counter: end sector of the last dispatch (seek state) */
 	IOP_C_UNSEEN = 27,        /* 27..30: completions the completion tracepoint never reported,
 	                           * counted in IOP_C_IOS/BYTES once found (inflight.c, on_rq_issue) */
+	IOP_C_NO_DISPATCH_TS = 31, /* completion-only mode: completions with a set-up time whose
+	                            * dispatch was not stamped (blk-stat off), all ops (stamps.c) */
 	IOP_C_MAX = 32,           /* padded to a whole cache line pair */
 };
 

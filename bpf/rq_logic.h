@@ -6,10 +6,11 @@
 #include "iopulse.h"
 
 /*
- * REQ_OP_* numbers these decisions rely on. FLUSH (2) and DISCARD (3) have not moved since
- * 4.10; every passthrough op (SCSI_IN/OUT 32/33 before 5.18, DRV_IN/OUT 34/35) is >= 32,
+ * REQ_OP_* numbers these decisions rely on. WRITE (1), FLUSH (2) and DISCARD (3) have not
+ * moved since 4.10; every passthrough op (SCSI_IN/OUT 32/33 before 5.18, DRV_IN/OUT 34/35) is >= 32,
  * while the zone ops moved below 32 over time (include/linux/blk_types.h).
  */
+#define IOP_REQ_OP_WRITE 1u
 #define IOP_REQ_OP_FLUSH 2u
 #define IOP_REQ_OP_DISCARD 3u
 #define IOP_REQ_OP_FIRST_PASSTHROUGH 32u

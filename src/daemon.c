@@ -212,6 +212,8 @@ int overrides_apply(const struct overrides *ov, struct iop_config *c)
 		c->rollup_partitions = ov->rollup;
 	if (ov->queue_from_bio >= 0)
 		c->queue_from_bio = ov->queue_from_bio;
+	if (ov->hist_mode >= 0)
+		c->hist_mode = (enum iop_hist_mode)ov->hist_mode;
 	if (ov->max_devices)
 		c->max_devices = ov->max_devices;
 	if (ov->max_threads)
@@ -252,6 +254,7 @@ static int pipeline_start(struct pipeline *pl, const struct iop_config *c)
 		.hist_k = c->hist_precision,
 		.rollup_partitions = c->rollup_partitions,
 		.queue_from_bio = c->queue_from_bio,
+		.completion_only = c->hist_mode == IOP_HIST_MODE_COMPLETION,
 		.sync_enabled = c->sync_enabled,
 		.bpf_stats = c->bpf_stats,
 		.max_devices = c->max_devices,
@@ -288,7 +291,7 @@ fail:
 static bool needs_restart(const struct iop_config *a, const struct iop_config *b)
 {
 	return a->hist_precision != b->hist_precision || a->rollup_partitions != b->rollup_partitions ||
-	       a->queue_from_bio != b->queue_from_bio ||
+	       a->queue_from_bio != b->queue_from_bio || a->hist_mode != b->hist_mode ||
 	       a->sync_enabled != b->sync_enabled || a->bpf_stats != b->bpf_stats ||
 	       a->max_devices != b->max_devices || a->max_threads != b->max_threads ||
 	       a->max_inflight != b->max_inflight ||

@@ -21,6 +21,7 @@ struct overrides {
 	bool set_dev_include, set_dev_exclude, set_thread_include;
 	int rollup;                    /* -1 not set, 0/1 */
 	int queue_from_bio;            /* -1 not set, 0/1 */
+	int hist_mode;                 /* -1 not set, enum iop_hist_mode */
 	uint32_t max_devices, max_threads;
 	const char *ceph_osd_dir;
 	int log_level;                 /* -1: not set */

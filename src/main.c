@@ -38,6 +38,8 @@ static const char usage_text[] =
 	"      --queue-from WHAT    queue wait from: bio (submission, exact; default) or\n"
 	"                           request (the request's set-up: one probe less per IO,\n"
 	"                           misses tag and plug waits)\n"
+	"      --mode MODE          histogram mode: full (default) or completion (one program\n"
+	"                           at completion, the kernel's own stamps: least cost per IO)\n"
 	"      --threads GLOBS      only these thread names in the sync table\n"
 	"      --no-sync            do not track fsync/fdatasync/sync_file_range\n"
 	"      --max-devices N      device slots in the kernel (1..4096)\n"
@@ -69,7 +71,7 @@ static const char usage_text[] =
 	"(including a socket path, address or port that cannot be used).\n";
 
 enum {
-	OPT_CHECK = 256, OPT_PRECISION, OPT_DEVICES, OPT_EXCLUDE, OPT_NO_ROLLUP, OPT_QUEUE_FROM, OPT_THREADS,
+	OPT_CHECK = 256, OPT_PRECISION, OPT_DEVICES, OPT_EXCLUDE, OPT_NO_ROLLUP, OPT_QUEUE_FROM, OPT_MODE, OPT_THREADS,
 	OPT_NO_SYNC, OPT_MAX_DEVICES, OPT_MAX_THREADS, OPT_CEPH, OPT_BPF_STATS, OPT_LOG_LEVEL,
 	OPT_SYSLOG, OPT_JSON_BUCKETS, OPT_SOCKET, OPT_TCP, OPT_METRICS, OPT_NO_SERVER,
 };
@@ -87,6 +89,7 @@ static const struct option long_opts[] = {
 	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "no-rollup", no_argument, NULL, OPT_NO_ROLLUP },
 	{ "queue-from", required_argument, NULL, OPT_QUEUE_FROM },
+	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "no-sync", no_argument, NULL, OPT_NO_SYNC },
 	{ "max-devices", required_argument, NULL, OPT_MAX_DEVICES },
@@ -177,6 +180,7 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 	o->ov.hist_precision = -1;
 	o->ov.rollup = -1;
 	o->ov.queue_from_bio = -1;
+	o->ov.hist_mode = -1;
 	o->ov.log_level = -1;
 	o->ov.bpf_stats = -1;
 	o->ov.sync_enabled = -1;
@@ -224,6 +228,14 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 				r = bad("--queue-from", optarg, "expected bio or request");
 			}
 			break;
+		case OPT_MODE: {
+			enum iop_hist_mode m = IOP_HIST_MODE_FULL;
+
+			if (config_hist_mode_parse(optarg, &m))
+				r = bad("--mode", optarg, "expected full or completion");
+			o->ov.hist_mode = (int)m;
+			break;
+		}
 		case OPT_NO_SYNC: o->ov.sync_enabled = 0; break;
 		case OPT_MAX_DEVICES: r = parse_u32("--max-devices", optarg, 1, 4096, &o->ov.max_devices); break;
 		case OPT_MAX_THREADS: r = parse_u32("--max-threads", optarg, 16, 1048576, &o->ov.max_threads); break;
@@ -270,6 +282,11 @@ static int parse_args(int argc, char **argv, struct daemon_opts *o, const char *
 			r = -EINVAL;
 			break;
 		}
+	}
+	if (!r && o->ov.hist_mode == IOP_HIST_MODE_COMPLETION && o->ov.queue_from_bio == 1) {
+		fprintf(stderr, "iopulsed: --queue-from bio needs the full mode: --mode completion "
+			"takes queue wait from the request's set-up (see iopulsed --help)\n");
+		r = -EINVAL;
 	}
 	if (!r && optind < argc) {
 		fprintf(stderr, "iopulsed: unexpected argument '%s' (see iopulsed --help)\n", argv[optind]);

@@ -500,8 +500,9 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;
 	if (a->successor)
 		final = false;   /* the successor's probes see the completions from now on */
-	r = inflight_sweep(a->inflight, a->slot_kdev);
-	if (r >= 0 && final) {
+	/* the completion-only mode keeps no records: nothing to retire */
+	r = probes_completion_only(a->probes) ? 0 : inflight_sweep(a->inflight, a->slot_kdev);
+	if (r >= 0 && final && !probes_completion_only(a->probes)) {
 		/* idle devices were stamped just now; a completion seen by BPF takes microseconds */
 		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
 		more = inflight_sweep(a->inflight, a->slot_kdev);

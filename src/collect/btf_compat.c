@@ -78,6 +78,23 @@ long long btf_compat_enumerator(const struct btf *btf, const char *name)
 	return -ENOENT;
 }
 
+bool btf_compat_has_member(const struct btf *btf, const char *struct_name, const char *member)
+{
+	int id = btf__find_by_name_kind(btf, struct_name, BTF_KIND_STRUCT);
+	const struct btf_member *m;
+	const struct btf_type *t;
+	int i;
+
+	if (id < 0)
+		return false;
+	t = btf__type_by_id(btf, id);
+	m = btf_members(t);
+	for (i = 0; i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, m[i].name_off), member))
+			return true;
+	return false;
+}
+
 /* 1 << the bit called name, fallback where no enum has it, 0 for a bit out of range */
 static unsigned int enum_bit(const struct btf *btf, const char *name, unsigned int fallback)
 {
@@ -168,6 +185,7 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 	c->have_rdonly_cast = btf__find_by_name_kind(btf, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
 	c->rqf_flush_seq = enum_bit(btf, "__RQF_FLUSH_SEQ", BTF_COMPAT_RQF_FLUSH_SEQ_OLD);
 	c->rqf_io_stat = enum_bit(btf, "__RQF_IO_STAT", 0);
+	c->plug_clock = btf_compat_has_member(btf, "blk_plug", "cur_ktime");
 	c->have_atomics = probe_atomics();
 	btf__free(btf);
 	return hide_features(c, err, errlen);

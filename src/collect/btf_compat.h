@@ -20,6 +20,9 @@ struct btf_compat {
 	/* request flag masks (compat.bpf.h 4): from BTF where the bits are an enum (6.11) */
 	unsigned int rqf_flush_seq; /* RQF_FLUSH_SEQ */
 	unsigned int rqf_io_stat;   /* RQF_IO_STAT, 0 where unknown (then not checked) */
+	/* struct blk_plug caches the block layer's clock (cur_ktime, da4c8c3d0975, 6.9): set-up
+	 * and dispatch in one plug carry one time (compat.bpf.h 9) */
+	bool plug_clock;
 };
 
 /* RQF_FLUSH_SEQ where the flags are #defines (before 6.11): include/linux/blk-mq.h */
@@ -31,6 +34,9 @@ struct btf_compat {
  * Name the RQF flags enum", 6.14). Returns the value (>= 0), or -ENOENT.
  */
 long long btf_compat_enumerator(const struct btf *btf, const char *name);
+
+/* Whether the struct called struct_name in btf has a member called member. */
+bool btf_compat_has_member(const struct btf *btf, const char *struct_name, const char *member);
 
 /*
  * IOPULSE_HIDE_KERNEL_FEATURES (comma-separated: tp_btf, task_storage, rdonly_cast,

@@ -310,6 +310,9 @@ int inflight_adopt(struct probes *from, struct probes *to)
 	size_t n_old, n_new, i;
 	int moved = 0;
 
+	/* no records on the completion-only side: its one program needs none to count an IO */
+	if (probes_completion_only(from) || probes_completion_only(to))
+		return 0;
 	old = probes_rq_recs_map(from, &n_old);
 	nw = old ? probes_rq_recs_map(to, &n_new) : NULL;
 	if (!old || !nw) {

@@ -29,7 +29,8 @@ int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev);
  * timed by the new completion program and one whose completion the kernel never reported is
  * still found (by a dispatch that reuses its request, or by the sweep) and counted. Each move
  * takes the old record's ownership token; an IO that completes meanwhile is counted once, by
- * the new program. Returns the number of records moved, or -errno.
+ * the new program. Nothing moves from or to the completion-only mode, which keeps no records.
+ * Returns the number of records moved, or -errno.
  */
 int inflight_adopt(struct probes *from, struct probes *to);
 

@@ -28,6 +28,7 @@ struct probes {
 	struct iopulse_bpf *skel;
 	struct btf_compat compat;
 	bool raw_tp;
+	bool completion_only;     /* histogram.mode: completion */
 	bool sync_on;             /* sync tracking loaded (asked for and possible here) */
 	char sync_off[512];       /* why it is off although asked for, or "" */
 	unsigned int k, nb;
@@ -122,20 +123,32 @@ static int ensure_tracefs(char *err, size_t errlen)
 	return 0;
 }
 
+/* Which programs load. */
+struct prog_choice {
+	bool raw_tp;     /* raw_tp block programs instead of tp_btf */
+	bool bio;        /* the bio program */
+	bool full;       /* dispatch and completion with records; else the completion-only one */
+	bool sync;       /* sync tracking */
+	bool cast;       /* the sync entries built on bpf_rdonly_cast */
+};
+
 /*
  * The bio program times bios for queue wait and counts flush bios inside sync calls: it is
- * left out when neither is wanted.
+ * left out when neither is wanted. The completion-only mode loads its one completion program
+ * instead of the dispatch and completion programs; the requeue program, which runs only when
+ * a driver requeues, counts requeues in either mode.
  */
-static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync, bool bio, bool cast)
+static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 {
 	struct bpf_program *btf_progs[] = {
 		s->progs.iop_bio_queue, s->progs.iop_rq_issue, s->progs.iop_rq_complete,
-		s->progs.iop_rq_requeue,
+		s->progs.iop_rq_requeue, s->progs.iop_compl,
 	};
 	struct bpf_program *raw_progs[] = {
 		s->progs.iop_bio_queue_raw, s->progs.iop_rq_issue_raw, s->progs.iop_rq_complete_raw,
-		s->progs.iop_rq_requeue_raw,
+		s->progs.iop_rq_requeue_raw, s->progs.iop_compl_raw,
 	};
+	bool wanted[] = { c->bio, c->full, c->full, true, !c->full };
 	struct bpf_program *enter_cast[] = {
 		s->progs.iop_enter_fsync, s->progs.iop_enter_fdatasync,
 		s->progs.iop_enter_sync_file_range,
@@ -151,20 +164,18 @@ static void select_programs(struct iopulse_bpf *s, bool raw_tp, bool sync, bool 
 	struct bpf_map *sync_maps[] = { s->maps.sync_start, s->maps.sync_table, s->maps.sync_zero };
 	size_t i;
 
+	_Static_assert(sizeof(wanted) / sizeof(wanted[0]) == sizeof(btf_progs) / sizeof(btf_progs[0]),
+		       "one choice per block program");
 	for (i = 0; i < sizeof(btf_progs) / sizeof(btf_progs[0]); i++) {
-		bpf_program__set_autoload(btf_progs[i], !raw_tp);
-		bpf_program__set_autoload(raw_progs[i], raw_tp);
-	}
-	if (!bio) {
-		bpf_program__set_autoload(s->progs.iop_bio_queue, false);
-		bpf_program__set_autoload(s->progs.iop_bio_queue_raw, false);
+		bpf_program__set_autoload(btf_progs[i], wanted[i] && !c->raw_tp);
+		bpf_program__set_autoload(raw_progs[i], wanted[i] && c->raw_tp);
 	}
 	for (i = 0; i < 3; i++) {
-		bpf_program__set_autoload(enter_cast[i], sync && cast);
-		bpf_program__set_autoload(enter_read[i], sync && !cast);
-		bpf_program__set_autoload(sync_exit[i], sync);
+		bpf_program__set_autoload(enter_cast[i], c->sync && c->cast);
+		bpf_program__set_autoload(enter_read[i], c->sync && !c->cast);
+		bpf_program__set_autoload(sync_exit[i], c->sync);
 		/* not created without sync: the bio program's use of sync_start is then dead code */
-		bpf_map__set_autocreate(sync_maps[i], sync);
+		bpf_map__set_autocreate(sync_maps[i], c->sync);
 	}
 }
 
@@ -172,10 +183,16 @@ static int configure(struct probes *p, const struct probes_opts *o)
 {
 	struct iopulse_bpf *s = p->skel;
 	size_t sync_u64s = sizeof(struct iop_sync_val) / 8 + IOP_SYNC_MAX * p->nb;
+	struct prog_choice pc = {
+		.raw_tp = p->raw_tp, .full = !p->completion_only, .sync = p->sync_on,
+		.bio = (o->queue_from_bio && !p->completion_only) || p->sync_on,
+		.cast = p->compat.have_rdonly_cast,
+	};
 	uint32_t sets = 1;
 	int err = 0;
 
-	while (sets * IOP_WAYS < o->max_inflight)
+	/* the completion-only mode keeps no records: one set of each, never used */
+	while (!p->completion_only && sets * IOP_WAYS < o->max_inflight)
 		sets <<= 1;
 	s->rodata->rec_set_mask = sets - 1;
 
@@ -199,10 +216,10 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	err = err ?: bpf_map__set_value_size(s->maps.sync_table, (uint32_t)p->sync_value_size);
 	err = err ?: bpf_map__set_max_entries(s->maps.sync_table, o->max_threads);
 	err = err ?: bpf_map__set_value_size(s->maps.sync_zero, (uint32_t)p->sync_value_size);
-	s->rodata->bio_records = o->queue_from_bio;
+	s->rodata->bio_records = o->queue_from_bio && !p->completion_only;
+	s->rodata->rq_records = !p->completion_only;
 	s->rodata->sync_on = p->sync_on;
-	select_programs(s, p->raw_tp, p->sync_on, o->queue_from_bio || p->sync_on,
-			p->compat.have_rdonly_cast);
+	select_programs(s, &pc);
 	return err;
 }
 
@@ -480,6 +497,7 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 	r = probes_check_caps(err, errlen);
 	if (r)
 		goto fail;
+	p->completion_only = o->completion_only;
 	p->sync_on = o->sync_enabled;
 	if (p->sync_on && !p->compat.have_task_storage)
 		sync_off(p, "this kernel has no task-local storage for BPF programs "
@@ -527,6 +545,13 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 		 "request flags flush_seq 0x%x io_stat 0x%x)", p->raw_tp ? "raw_tp" : "tp_btf",
 		 p->compat.have_atomics ? "" : " without atomics", p->k, p->nb,
 		 p->slot_u64s * 8 / 1024, p->compat.rqf_flush_seq, p->compat.rqf_io_stat);
+	if (p->completion_only)
+		log_info("histogram mode completion: one program at completion, latencies from the "
+			 "kernel's own stamps (README: completion-only mode)%s%s",
+			 p->compat.plug_clock ? "; this kernel caches its clock in plugs: a request "
+			 "set up and dispatched in one plug has no queue/service split" : "",
+			 p->sync_on ? "; the bio program stays to count flush bios inside sync calls "
+			 "(sync.enabled: false leaves it out)" : "");
 	*out = p;
 	return 0;
 fail:
@@ -554,6 +579,7 @@ const char *probes_attach_mode(const struct probes *p)
 	return p->raw_tp ? "raw_tp" : "tp_btf";
 }
 
+bool probes_completion_only(const struct probes *p) { return p->completion_only; }
 bool probes_sync_on(const struct probes *p) { return p->sync_on; }
 const char *probes_sync_off_reason(const struct probes *p) { return p->sync_off; }
 unsigned int probes_hist_k(const struct probes *p) { return p->k; }

@@ -12,6 +12,8 @@ struct probes_opts {
 	unsigned int hist_k;
 	bool rollup_partitions;
 	bool queue_from_bio;   /* queue wait from bio submission (a program and record per bio) */
+	bool completion_only;  /* histogram.mode: completion: one program at completion, reading
+	                        * the kernel's own stamps, no records (README) */
 	bool sync_enabled;
 	bool bpf_stats;
 	uint32_t max_devices;
@@ -30,6 +32,8 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 struct probes *probes_free(struct probes *p);
 
 const char *probes_attach_mode(const struct probes *p);   /* "tp_btf" or "raw_tp" */
+/* The completion-only mode is loaded: no request records (nothing for the in-flight sweep). */
+bool probes_completion_only(const struct probes *p);
 /* Sync tracking loaded; when it was asked for but is off, the reason (else ""). */
 bool probes_sync_on(const struct probes *p);
 const char *probes_sync_off_reason(const struct probes *p);

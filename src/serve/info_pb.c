@@ -111,6 +111,7 @@ static int fill_config(Iopulse__V1__Info *info, const struct info_src *s)
 	join_list(b, sizeof(b), c->dev_exclude.v, c->dev_exclude.n);
 	r = r ?: add_config(info, "devices.exclude", b);
 	r = r ?: add_config(info, "devices.rollup_partitions", c->rollup_partitions ? "true" : "false");
+	r = r ?: add_config(info, "histogram.mode", config_hist_mode_name(c->hist_mode));
 	r = r ?: add_config(info, "histogram.queue_from_bio", c->queue_from_bio ? "true" : "false");
 	r = r ?: add_config(info, "sync.enabled", c->sync_enabled ? "true" : "false");
 	/* what runs: off with the reason when this kernel or host cannot do it */

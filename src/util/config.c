@@ -62,6 +62,7 @@ int config_init_defaults(struct iop_config *c)
 		.hist_precision = IOP_HIST_K_DEFAULT,
 		.rollup_partitions = true,
 		.queue_from_bio = true,
+		.hist_mode = IOP_HIST_MODE_FULL,
 		.sync_enabled = true,
 		.max_devices = 64,
 		.max_threads = 1024,

@@ -24,6 +24,17 @@ struct iop_strlist {
 	size_t n;
 };
 
+/* histogram.mode: how the block-layer latencies are taken (README: completion-only mode). */
+enum iop_hist_mode {
+	IOP_HIST_MODE_FULL = 0,        /* dispatch and completion programs, records per request */
+	IOP_HIST_MODE_COMPLETION = 1,  /* one program at completion: the kernel's own stamps */
+};
+
+/* "full" or "completion". */
+const char *config_hist_mode_name(enum iop_hist_mode m);
+/* The mode called s (0), or -EINVAL. */
+int config_hist_mode_parse(const char *s, enum iop_hist_mode *out);
+
 /* "host:port" with a port 0..65535 (server.tcp, metrics.listen, --tcp, --metrics). */
 bool config_listen_valid(const char *s);
 
@@ -38,7 +49,8 @@ struct iop_config {
 	struct iop_strlist dev_include;  /* devices.include: globs on kernel names; empty = all */
 	struct iop_strlist dev_exclude;  /* devices.exclude: globs; default ["ram*", "zram*"] */
 	bool rollup_partitions;        /* devices.rollup_partitions: default true */
-	bool queue_from_bio;           /* histogram.queue_from_bio: default true */
+	bool queue_from_bio;           /* histogram.queue_from_bio: default true (full mode only) */
+	enum iop_hist_mode hist_mode;  /* histogram.mode: full (default) or completion */
 	struct iop_strlist thread_include; /* sync.threads.include: globs on thread names */
 	struct iop_strlist thread_exclude; /* sync.threads.exclude */
 	bool sync_enabled;             /* sync.enabled: default true */

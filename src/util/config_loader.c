@@ -332,6 +332,8 @@ static int load_value(struct loader *ld, const yaml_node_t *n, const struct key 
 		return config_load_name(ld, n, key, field, true);
 	case KEY_FILE:
 		return load_readable(ld, n, key, field);
+	case KEY_HIST_MODE:
+		return config_load_hist_mode(ld, n, key, field);
 	}
 	return -EINVAL;
 }

@@ -19,7 +19,7 @@ struct loader {
 
 enum key_type {
 	KEY_SECTION, KEY_DURATION, KEY_UINT, KEY_BOOL, KEY_GLOBS, KEY_PATH, KEY_LOG_LEVEL,
-	KEY_MODE, KEY_GROUP, KEY_LISTEN, KEY_FILE,
+	KEY_MODE, KEY_GROUP, KEY_LISTEN, KEY_FILE, KEY_HIST_MODE,
 };
 
 struct key {
@@ -63,6 +63,10 @@ int loader_string(struct loader *ld, const yaml_node_t *n, const char *key, cons
 		  const char **out);
 /* Replace *out with a copy of s (0 or -ENOMEM). */
 int loader_set_string(char **out, const char *s);
+
+/* config_histogram.c: histogram.mode (KEY_HIST_MODE). */
+int config_load_hist_mode(struct loader *ld, const yaml_node_t *n, const char *key,
+			  enum iop_hist_mode *out);
 
 /* config_server.c: a group name (KEY_GROUP) or a listen address (KEY_LISTEN); "" for none. */
 int config_load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,

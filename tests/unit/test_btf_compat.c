@@ -1,4 +1,4 @@
-/* test_btf_compat.c - request flag bits found in named and anonymous BTF enums */
+/* test_btf_compat.c - request flag bits found in named and anonymous BTF enums, struct members */
 #include <check.h>
 #include <errno.h>
 
@@ -58,6 +58,23 @@ START_TEST(defines_only)
 }
 END_TEST
 
+START_TEST(struct_member)
+{
+	struct btf *btf = btf__new_empty();
+	int u64 = btf__add_int(btf, "u64", 8, 0);
+
+	/* 6.9+: struct blk_plug caches the clock in cur_ktime */
+	ck_assert_int_gt(u64, 0);
+	ck_assert_int_gt(btf__add_struct(btf, "blk_plug", 16), 0);
+	ck_assert_int_eq(btf__add_field(btf, "nr_ios", u64, 0, 0), 0);
+	ck_assert_int_eq(btf__add_field(btf, "cur_ktime", u64, 64, 0), 0);
+	ck_assert(btf_compat_has_member(btf, "blk_plug", "cur_ktime"));
+	ck_assert(!btf_compat_has_member(btf, "blk_plug", "cached_rq"));
+	ck_assert(!btf_compat_has_member(btf, "request", "cur_ktime"));
+	btf__free(btf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("btf_compat");
@@ -66,6 +83,7 @@ int main(void)
 	tcase_add_test(tc, anonymous_enum);
 	tcase_add_test(tc, named_enum);
 	tcase_add_test(tc, defines_only);
+	tcase_add_test(tc, struct_member);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

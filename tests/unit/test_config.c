@@ -60,6 +60,7 @@ static bool strlist_is(const struct iop_strlist *l, size_t n, const char *const 
 static bool config_eq(const struct iop_config *a, const struct iop_config *b)
 {
 	return a->interval_ms == b->interval_ms && a->hist_precision == b->hist_precision &&
+	       a->hist_mode == b->hist_mode && a->queue_from_bio == b->queue_from_bio &&
 	       strlist_eq(&a->dev_include, &b->dev_include) &&
 	       strlist_eq(&a->dev_exclude, &b->dev_exclude) &&
 	       a->rollup_partitions == b->rollup_partitions &&
@@ -101,6 +102,8 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.interval_ms, 1000);
 	ck_assert_uint_eq(c.hist_precision, IOP_HIST_K_DEFAULT);
 	ck_assert_uint_eq(c.hist_precision, 5);
+	ck_assert_int_eq(c.hist_mode, IOP_HIST_MODE_FULL);
+	ck_assert(c.queue_from_bio);
 	ck_assert_uint_eq(c.dev_include.n, 0);
 	ck_assert(strlist_is(&c.dev_exclude, 2, excl));
 	ck_assert(c.rollup_partitions);
@@ -125,7 +128,8 @@ START_TEST(test_example_file_is_defaults)
 	init_defaults(&c);
 	init_defaults(&d);
 	/* Load over non-default values so that every key must be present in the file. */
-	ck_assert_int_eq(load_text(&c, "interval: 7s\nhistogram: {precision: 2}\n"
+	ck_assert_int_eq(load_text(&c, "interval: 7s\nhistogram: {precision: 2, mode: completion, "
+				   "queue_from_bio: no}\n"
 				   "devices: {include: [x], exclude: [y], rollup_partitions: no}\n"
 				   "sync: {enabled: no, threads: {include: [a], exclude: [b]}}\n"
 				   "limits: {devices: 1, threads: 16, inflight: 1024}\n"
@@ -152,6 +156,7 @@ START_TEST(test_full_file)
 		"interval: 500ms   # trailing comment\n"
 		"histogram:\n"
 		"  precision: 7\n"
+		"  mode: completion\n"
 		"devices:\n"
 		"  include: [\"sd*\", 'nvme*']\n"
 		"  exclude:\n"
@@ -181,6 +186,7 @@ START_TEST(test_full_file)
 		"  mark_rate: 200\n", err, sizeof(err)) == 0, "%s", err);
 	ck_assert_uint_eq(c.interval_ms, 500);
 	ck_assert_uint_eq(c.hist_precision, 7);
+	ck_assert_int_eq(c.hist_mode, IOP_HIST_MODE_COMPLETION);
 	ck_assert(strlist_is(&c.dev_include, 2, dinc));
 	ck_assert(strlist_is(&c.dev_exclude, 1, dexc));
 	ck_assert(!c.rollup_partitions);
@@ -327,7 +333,12 @@ static const struct bad_case bad_cases[] = {
 	{ "server:\n  ring: 0s\n", "2:9", "server.ring", "out of range" },
 	{ "server:\n  tcp:\n", "2:7", "server.tcp", "expected a listen address" },
 	{ "histogram:\n  precison: 5\n", "2:3", "histogram.precison",
-	  "unknown key (expected precision, queue_from_bio)" },
+	  "unknown key (expected precision, mode, queue_from_bio)" },
+	{ "histogram:\n  mode: fast\n", "2:9", "histogram.mode",
+	  "'fast' is not a histogram mode (full, completion)" },
+	{ "histogram:\n  mode: [completion]\n", "2:9", "histogram.mode",
+	  "expected a histogram mode (full, completion), got a sequence" },
+	{ "histogram:\n  mode:\n", "2:8", "histogram.mode", "got an empty value" },
 	{ "devices:\n  inclde: [sd*]\n", "2:3", "devices.inclde",
 	  "unknown key (expected include, exclude, rollup_partitions)" },
 	{ "sync:\n  enable: true\n", "2:3", "sync.enable", "unknown key (expected enabled, threads)" },
