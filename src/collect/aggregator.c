@@ -11,6 +11,7 @@
 #include "inflight.h"
 #include "log.h"
 #include "sparse.h"
+#include "stamps.h"
 
 /*
  * What the previous collect saw of one device slot. Histograms get their buffers the first
@@ -40,6 +41,7 @@ struct aggregator {
 	struct slot_state *slots;
 	uint32_t *slot_kdev;          /* kernel dev of each assigned slot, 0 if none */
 	struct inflight *inflight;
+	struct stamps *stamps;        /* completion-only mode: the devices' stamp states */
 	struct sparse_arena arena;
 	struct iop_dev_interval *devs;
 	size_t devs_cap;
@@ -78,7 +80,8 @@ int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 	a->nslots = probes_max_devices(p);
 	a->slots = calloc(a->nslots, sizeof(*a->slots));
 	a->slot_kdev = calloc(a->nslots, sizeof(*a->slot_kdev));
-	if (!a->slots || !a->slot_kdev || inflight_new(&a->inflight, p, a->nslots, NULL)) {
+	if (!a->slots || !a->slot_kdev || inflight_new(&a->inflight, p, a->nslots, NULL) ||
+	    (probes_completion_only(p) && stamps_new(&a->stamps, a->nslots))) {
 		aggregator_free(a);
 		return -ENOMEM;
 	}
@@ -103,6 +106,7 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	free(a->slots);
 	free(a->slot_kdev);
 	inflight_free(a->inflight);
+	stamps_free(a->stamps);
 	sparse_release(&a->arena);
 	free(a->devs);
 	free(a->unknown);
@@ -179,6 +183,42 @@ static int slot_delta(struct aggregator *a, uint32_t i)
 		ios += s->cnt_delta[IOP_C_IOS + j] + s->cnt_delta[IOP_C_BYTES + j];
 	s->active = ios != 0;
 	return 0;
+}
+
+/* This interval's count in histogram h of a slot. */
+static uint64_t hist_count(const struct aggregator *a, const struct slot_state *st, unsigned int h)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < st->hn[h]; i++)
+		n += a->arena.cnt[st->hstart[h] + i];
+	return n;
+}
+
+/* Completion-only mode: whether each device's requests carry the kernel's stamps (stamps.c). */
+static void check_stamps(struct aggregator *a)
+{
+	const struct iop_device *info;
+	char name[sizeof(info->name)];
+	uint64_t split;
+	unsigned int op;
+	uint32_t s;
+
+	for (s = 0; a->stamps && s < a->nslots; s++) {
+		const struct slot_state *st = &a->slots[s];
+
+		if (!st->used || !st->seen || !st->active)
+			continue;
+		for (split = 0, op = 0; op < IOP_OP_MAX; op++)
+			split += hist_count(a, st, IOP_H_SERVICE + op);
+		info = devices_get(a->devices, st->dev);
+		if (info)
+			snprintf(name, sizeof(name), "%s", info->name);
+		else
+			snprintf(name, sizeof(name), "dev%u:%u", major(st->dev), minor(st->dev));
+		stamps_check(a->stamps, s, st->kdev, name, st->cnt_delta, split);
+	}
 }
 
 static const struct iop_device *name_unknown(struct aggregator *a, dev_t dev, size_t *nunknown)
@@ -521,6 +561,7 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 		if (r)
 			return r;
 	}
+	check_stamps(a);
 	r = build_devices(a, c, &iv->ndevs);
 	if (r)
 		return r;
