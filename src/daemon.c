@@ -282,6 +282,10 @@ static int pipeline_start(struct pipeline *pl, const struct iop_config *c)
 	r = aggregator_new(&pl->agg, pl->probes, pl->devices, pl->threads);
 	if (r)
 		goto fail;
+	r = aggregator_prime(pl->agg, c);
+	if (r)
+		log_warn("cannot take the devices' reference counts from /proc/diskstats: %s",
+			 strerror(-r));
 	return 0;
 fail:
 	pipeline_stop(pl);

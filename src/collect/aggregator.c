@@ -10,6 +10,7 @@
 
 #include "inflight.h"
 #include "log.h"
+#include "reconcile.h"
 #include "sparse.h"
 #include "stamps.h"
 
@@ -42,6 +43,9 @@ struct aggregator {
 	uint32_t *slot_kdev;          /* kernel dev of each assigned slot, 0 if none */
 	struct inflight *inflight;
 	struct stamps *stamps;        /* completion-only mode: the devices' stamp states */
+	struct reconcile *reconcile;  /* completion-only mode: unreported completions */
+	struct reconcile_dev *recon;  /* ... the devices held to their diskstats lines */
+	size_t recon_cap;
 	struct sparse_arena arena;
 	struct iop_dev_interval *devs;
 	size_t devs_cap;
@@ -80,10 +84,15 @@ int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 	a->nslots = probes_max_devices(p);
 	a->slots = calloc(a->nslots, sizeof(*a->slots));
 	a->slot_kdev = calloc(a->nslots, sizeof(*a->slot_kdev));
-	if (!a->slots || !a->slot_kdev || inflight_new(&a->inflight, p, a->nslots, NULL) ||
-	    (probes_completion_only(p) && stamps_new(&a->stamps, a->nslots))) {
+	if (!a->slots || !a->slot_kdev || inflight_new(&a->inflight, p, a->nslots, NULL)) {
 		aggregator_free(a);
 		return -ENOMEM;
+	}
+	if (probes_completion_only(p)) {
+		if (stamps_new(&a->stamps, a->nslots) || reconcile_new(&a->reconcile, NULL)) {
+			aggregator_free(a);
+			return -ENOMEM;
+		}
 	}
 	a->last_mono = now_ns(CLOCK_MONOTONIC);
 	a->last_real = now_ns(CLOCK_REALTIME);
@@ -107,6 +116,8 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	free(a->slot_kdev);
 	inflight_free(a->inflight);
 	stamps_free(a->stamps);
+	reconcile_free(a->reconcile);
+	free(a->recon);
 	sparse_release(&a->arena);
 	free(a->devs);
 	free(a->unknown);
@@ -183,6 +194,58 @@ static int slot_delta(struct aggregator *a, uint32_t i)
 		ios += s->cnt_delta[IOP_C_IOS + j] + s->cnt_delta[IOP_C_BYTES + j];
 	s->active = ios != 0;
 	return 0;
+}
+
+/* Whether partitions of the disk dev are present. */
+static bool has_partitions(const struct aggregator *a, dev_t dev)
+{
+	size_t i;
+
+	for (i = 0; i < devices_count(a->devices); i++) {
+		const struct iop_device *d = devices_at(a->devices, i);
+
+		if (d->is_partition && d->present && d->disk == dev)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Completion-only mode: completions the kernel made and the tracepoint did not report,
+ * counted from /proc/diskstats while a device is idle (reconcile.c). Every present device is
+ * held to its own line, from before its first IO (no slot yet: nothing counted): whole disks,
+ * which count their partitions' IO; with partitions reported apart (rollup_partitions
+ * false) the partitions and the disks without any, as a disk's line then holds IO that its
+ * slot does not.
+ */
+static int reconcile_slots(struct aggregator *a, const struct iop_config *c)
+{
+	const struct iop_device *d;
+	size_t i, n = 0, cap = devices_count(a->devices);
+	uint32_t kdev, s;
+
+	if (cap > a->recon_cap) {
+		struct reconcile_dev *v = realloc(a->recon, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->recon = v;
+		a->recon_cap = cap;
+	}
+	for (i = 0; i < cap; i++) {
+		d = devices_at(a->devices, i);
+		if (!d->present || (c->rollup_partitions ? d->is_partition :
+				    !d->is_partition && has_partitions(a, d->dev)))
+			continue;
+		kdev = (major(d->dev) << IOP_KDEV_MINORBITS) | minor(d->dev);
+		a->recon[n].kdev = kdev;
+		a->recon[n].data = NULL;
+		for (s = 0; s < a->nslots; s++)
+			if (a->slot_kdev[s] == kdev)
+				a->recon[n].data = probes_slot_data(a->probes, s);
+		n++;
+	}
+	return reconcile_run(a->reconcile, a->recon, n);
 }
 
 /* This interval's count in histogram h of a slot. */
@@ -540,9 +603,9 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;
 	if (a->successor)
 		final = false;   /* the successor's probes see the completions from now on */
-	/* the completion-only mode keeps no records: nothing to retire */
-	r = probes_completion_only(a->probes) ? 0 : inflight_sweep(a->inflight, a->slot_kdev);
-	if (r >= 0 && final && !probes_completion_only(a->probes)) {
+	/* the completion-only mode keeps no records: it finds unreported completions by count */
+	r = a->reconcile ? reconcile_slots(a, c) : inflight_sweep(a->inflight, a->slot_kdev);
+	if (r >= 0 && final && !a->reconcile) {
 		/* idle devices were stamped just now; a completion seen by BPF takes microseconds */
 		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
 		more = inflight_sweep(a->inflight, a->slot_kdev);
@@ -582,6 +645,20 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	}
 	prog_stats(a, iv);
 	return 0;
+}
+
+int aggregator_prime(struct aggregator *a, const struct iop_config *c)
+{
+	uint32_t s;
+	int r;
+
+	if (!a->reconcile)
+		return 0;
+	r = mark_slots(a);
+	for (s = 0; !r && s < a->nslots; s++)
+		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;
+	r = r ?: reconcile_slots(a, c);
+	return r < 0 ? r : 0;
 }
 
 uint64_t aggregator_seq(const struct aggregator *a)

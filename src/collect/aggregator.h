@@ -34,6 +34,13 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
 			  const struct iop_config *next_cfg);
 
+/*
+ * Right after the probes attached: in the completion-only mode, the devices idle now get
+ * their reference counts against /proc/diskstats (reconcile.c), so completions the
+ * tracepoint misses from here on are found at their next idle moment. 0 or -errno.
+ */
+int aggregator_prime(struct aggregator *a, const struct iop_config *c);
+
 /* Interval sequence numbers: a reload's new aggregator carries on from the old one's. */
 uint64_t aggregator_seq(const struct aggregator *a);
 void aggregator_set_seq(struct aggregator *a, uint64_t seq);

@@ -10,6 +10,7 @@
 
 #include "../bpf/iopulse.h"
 #include "../bpf/rq_logic.h"
+#include "diskstats.h"
 
 /*
  * Flush requests and the data part of a flush sequence are left out of the kernel's in_flight
@@ -60,23 +61,6 @@ struct inflight *inflight_free(struct inflight *f)
 	free(f->w);
 	free(f);
 	return NULL;
-}
-
-int inflight_parse_line(const char *line, struct inflight_line *out)
-{
-	unsigned long long v[17] = { 0 };
-	char name[64];
-	int n;
-
-	n = sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
-		   "%llu %llu %llu %llu %llu %llu", &out->major, &out->minor, name, &v[0], &v[1],
-		   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12],
-		   &v[13], &v[14], &v[15], &v[16]);
-	if (n < 14)
-		return -EINVAL;
-	out->in_flight = v[8];
-	out->completed = v[0] + v[4] + v[11] + v[15];
-	return 0;
 }
 
 static uint64_t mono_ns(void)
@@ -172,7 +156,7 @@ static int retire(struct inflight *f)
  */
 static int read_idle(struct inflight *f, bool confirm, uint64_t now)
 {
-	struct inflight_line l;
+	struct diskstats_line l;
 	uint32_t s, kdev;
 	int64_t gap;
 	FILE *in;
@@ -181,7 +165,7 @@ static int read_idle(struct inflight *f, bool confirm, uint64_t now)
 	if (!in)
 		return -errno;
 	while (fgets(f->line, sizeof(f->line), in)) {
-		if (inflight_parse_line(f->line, &l) || l.in_flight)
+		if (diskstats_parse_line(f->line, &l) || l.in_flight)
 			continue;
 		kdev = (l.major << IOP_KDEV_MINORBITS) | l.minor;
 		for (s = 0; s < f->nslots; s++) {

@@ -34,14 +34,4 @@ int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev);
  */
 int inflight_adopt(struct probes *from, struct probes *to);
 
-/* What the sweep reads from one /proc/diskstats line. */
-struct inflight_line {
-	unsigned int major, minor;
-	uint64_t in_flight;
-	uint64_t completed;   /* reads + writes + discards + flushes completed */
-};
-
-/* Parse one /proc/diskstats line (kernels before 4.18 have no discard or flush fields). */
-int inflight_parse_line(const char *line, struct inflight_line *out);
-
 #endif

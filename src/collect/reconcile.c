@@ -1,0 +1,214 @@
+/* reconcile.c - the completion-only mode's count of completions the kernel made and the
+ * completion tracepoint did not report: per-op gaps to /proc/diskstats while a device is idle */
+#include "reconcile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diskstats.h"
+
+#define NGAP (2 * IOP_OP_MAX)
+
+void reconcile_step(struct reconcile_gap *g, const int64_t gap[NGAP], uint64_t add[NGAP])
+{
+	int i;
+
+	memset(add, 0, NGAP * sizeof(add[0]));
+	if (!g->known) {
+		memcpy(g->ref, gap, sizeof(g->ref));
+		memset(g->lower_seen, 0, sizeof(g->lower_seen));
+		g->known = true;
+		return;
+	}
+	for (i = 0; i < NGAP; i++) {
+		if (gap[i] > g->ref[i]) {
+			add[i] = (uint64_t)(gap[i] - g->ref[i]);
+			g->lower_seen[i] = false;
+		} else if (gap[i] == g->ref[i]) {
+			g->lower_seen[i] = false;
+		} else if (g->lower_seen[i] && g->lower[i] == gap[i]) {
+			g->ref[i] = gap[i];
+			g->lower_seen[i] = false;
+		} else {
+			g->lower[i] = gap[i];
+			g->lower_seen[i] = true;
+		}
+	}
+}
+
+struct dev_rec {
+	uint32_t kdev;
+	bool listed;                   /* in this run's devices */
+	uint64_t *data;                /* this run's counters, NULL if none */
+	struct reconcile_gap gap;
+	bool seen1;                    /* the first read found it idle ... */
+	struct diskstats_line first;   /* ... with these counts */
+	uint64_t ours[NGAP];           /* our counts, copied between the two reads */
+};
+
+struct reconcile {
+	const char *path;
+	struct dev_rec *d;
+	size_t n, cap;
+	char line[512];
+};
+
+int reconcile_new(struct reconcile **out, const char *diskstats)
+{
+	struct reconcile *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->path = diskstats ? diskstats : "/proc/diskstats";
+	*out = r;
+	return 0;
+}
+
+struct reconcile *reconcile_free(struct reconcile *r)
+{
+	if (r)
+		free(r->d);
+	free(r);
+	return NULL;
+}
+
+static struct dev_rec *find(struct reconcile *r, uint32_t kdev)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++)
+		if (r->d[i].kdev == kdev)
+			return &r->d[i];
+	return NULL;
+}
+
+/* Keeps the listed devices' records (new ones start without a reference), drops the rest. */
+static int list_devices(struct reconcile *r, const struct reconcile_dev *devs, size_t n)
+{
+	struct dev_rec *dr;
+	size_t i, j;
+
+	for (i = 0; i < r->n; i++)
+		r->d[i].listed = false;
+	for (i = 0; i < n; i++) {
+		dr = find(r, devs[i].kdev);
+		if (!dr) {
+			if (r->n == r->cap) {
+				size_t cap = r->cap ? 2 * r->cap : 16;
+				struct dev_rec *d = realloc(r->d, cap * sizeof(*d));
+
+				if (!d)
+					return -ENOMEM;
+				r->d = d;
+				r->cap = cap;
+			}
+			dr = &r->d[r->n++];
+			memset(dr, 0, sizeof(*dr));
+			dr->kdev = devs[i].kdev;
+		}
+		dr->listed = true;
+		dr->data = devs[i].data;
+		dr->seen1 = false;
+	}
+	for (i = j = 0; i < r->n; i++)
+		if (r->d[i].listed)
+			r->d[j++] = r->d[i];
+	r->n = j;
+	return 0;
+}
+
+static uint32_t kdev_of(const struct diskstats_line *l)
+{
+	return (l->major << IOP_KDEV_MINORBITS) | l->minor;
+}
+
+static bool same_counts(const struct diskstats_line *a, const struct diskstats_line *b)
+{
+	return !memcmp(a->ios, b->ios, sizeof(a->ios)) &&
+	       !memcmp(a->sectors, b->sectors, sizeof(a->sectors));
+}
+
+/* Adds what one idle moment found to the device's counters; returns the IOs added. */
+static int count(struct dev_rec *dr, const struct diskstats_line *l)
+{
+	int64_t gap[NGAP];
+	uint64_t add[NGAP];
+	struct reconcile_gap keep = dr->gap;
+	uint64_t *base = dr->data;
+	int added = 0, op;
+
+	for (op = 0; op < IOP_OP_MAX; op++) {
+		gap[op] = (int64_t)(l->ios[op] - dr->ours[op]);
+		gap[IOP_OP_MAX + op] = (int64_t)(l->sectors[op] * 512 - dr->ours[IOP_OP_MAX + op]);
+	}
+	reconcile_step(&dr->gap, gap, add);
+	for (op = 0; op < NGAP; op++) {
+		if (add[op] && !base) {
+			/* a first event made its slot since the slots were listed: next time */
+			dr->gap = keep;
+			return 0;
+		}
+	}
+	for (op = 0; base && op < IOP_OP_MAX; op++) {
+		if (add[op]) {
+			__atomic_fetch_add(&base[IOP_C_IOS + op], add[op], __ATOMIC_RELAXED);
+			__atomic_fetch_add(&base[IOP_C_UNSEEN + op], add[op], __ATOMIC_RELAXED);
+			added += (int)add[op];
+		}
+		if (add[IOP_OP_MAX + op])
+			__atomic_fetch_add(&base[IOP_C_BYTES + op], add[IOP_OP_MAX + op],
+					   __ATOMIC_RELAXED);
+	}
+	return added;
+}
+
+/* One read: the first notes idle devices; the second compares and counts. */
+static int read_lines(struct reconcile *r, bool second, int *added)
+{
+	struct diskstats_line l;
+	struct dev_rec *dr;
+	FILE *in = fopen(r->path, "re");
+
+	if (!in)
+		return -errno;
+	while (fgets(r->line, sizeof(r->line), in)) {
+		if (diskstats_parse_line(r->line, &l) || l.in_flight)
+			continue;
+		dr = find(r, kdev_of(&l));
+		if (!dr)
+			continue;
+		if (!second) {
+			dr->seen1 = true;
+			dr->first = l;
+		} else if (dr->seen1 && same_counts(&dr->first, &l)) {
+			*added += count(dr, &l);
+		}
+	}
+	fclose(in);
+	return 0;
+}
+
+int reconcile_run(struct reconcile *r, const struct reconcile_dev *devs, size_t n)
+{
+	int added = 0, e;
+	size_t i;
+	int op;
+
+	e = list_devices(r, devs, n) ?: read_lines(r, false, &added);
+	if (e)
+		return e;
+	for (i = 0; i < r->n; i++) {
+		const uint64_t *base = r->d[i].data;
+
+		for (op = 0; op < IOP_OP_MAX; op++) {
+			r->d[i].ours[op] = base ?
+				__atomic_load_n(&base[IOP_C_IOS + op], __ATOMIC_RELAXED) : 0;
+			r->d[i].ours[IOP_OP_MAX + op] = base ?
+				__atomic_load_n(&base[IOP_C_BYTES + op], __ATOMIC_RELAXED) : 0;
+		}
+	}
+	e = read_lines(r, true, &added);
+	return e ? e : added;
+}

@@ -1,0 +1,57 @@
+/* reconcile.h - the completion-only mode's count of completions the kernel made and the
+ * completion tracepoint did not report: per-op gaps to /proc/diskstats while a device is idle */
+#ifndef IOPULSE_RECONCILE_H
+#define IOPULSE_RECONCILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bpf/iopulse.h"
+
+/*
+ * The gaps of one device (/proc/diskstats minus our counts: IOs and bytes per op) at its
+ * previous idle moments. Our counts only run ahead of the kernel's for a moment (a flush we
+ * counted and the kernel had not yet) or while the kernel does not count (iostats off).
+ */
+struct reconcile_gap {
+	bool known;
+	int64_t ref[2 * IOP_OP_MAX];      /* the reference gap: ios by op, then bytes by op */
+	int64_t lower[2 * IOP_OP_MAX];    /* a smaller gap seen at the last idle moment */
+	bool lower_seen[2 * IOP_OP_MAX];
+};
+
+/*
+ * One idle moment with gaps gap[] (ios by op, then bytes by op): add[] gets what to count
+ * now. A gap grown beyond the reference is completions the kernel counted and we did not
+ * see: add[i] = the growth (after which the gap is back at the reference). A smaller gap
+ * becomes the reference only when the same value is seen at two idle moments in a row (a
+ * flush counted here a moment before the kernel counts it must not count twice later). The
+ * first idle moment sets the reference and adds nothing.
+ */
+void reconcile_step(struct reconcile_gap *g, const int64_t gap[2 * IOP_OP_MAX],
+		    uint64_t add[2 * IOP_OP_MAX]);
+
+struct reconcile;
+
+/* diskstats: path of /proc/diskstats (NULL for the default). */
+int reconcile_new(struct reconcile **out, const char *diskstats);
+struct reconcile *reconcile_free(struct reconcile *r);
+
+/* A device held to its /proc/diskstats line. */
+struct reconcile_dev {
+	uint32_t kdev;       /* kernel dev_t */
+	uint64_t *data;      /* its slot's counters (the BPF map); NULL: no slot, so nothing
+	                      * counted for it since the programs attached */
+};
+
+/*
+ * Once per interval, before the counters are read, with the devices to hold to their lines
+ * (those not listed are forgotten). A device is idle when two reads of /proc/diskstats
+ * around the copy of our counters both show nothing in flight and the same counts; what
+ * reconcile_step then finds is added to its slot's ios, bytes and unseen counters. Returns
+ * the number of IOs added, or -errno.
+ */
+int reconcile_run(struct reconcile *r, const struct reconcile_dev *devs, size_t n);
+
+#endif
