@@ -52,7 +52,8 @@ static void publish(struct pipeline *pl, const struct iop_config *c, const struc
 		.config = c, .devices = pl->devices, .attach_mode = probes_attach_mode(pl->probes),
 		.sync_on = probes_sync_on(pl->probes),
 		.sync_off_reason = probes_sync_off_reason(pl->probes),
-		.hist_k = iv->hist_k, .started_realtime_ns = srv.started_realtime_ns,
+		.hist_k = iv->hist_k, .completion_only = iv->completion_only,
+		.started_realtime_ns = srv.started_realtime_ns,
 		.bpf_stats = iv->bpf_stats,
 	};
 	struct hub_msg *info;

@@ -589,6 +589,7 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	a->last_real = iv->end_realtime_ns = now_ns(CLOCK_REALTIME);
 	iv->seq = ++a->seq;
 	iv->hist_k = a->k;
+	iv->completion_only = probes_completion_only(a->probes);
 
 	sparse_reset(&a->arena);
 	for (s = 0; s < a->nslots; s++)

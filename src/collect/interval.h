@@ -56,6 +56,7 @@ struct iop_bpf_prog_stat {
 struct iop_interval {
 	uint64_t seq;
 	unsigned int hist_k;              /* histogram precision of every histogram */
+	bool completion_only;             /* histogram.mode: completion (README) */
 	uint64_t start_realtime_ns, end_realtime_ns;
 	uint64_t start_mono_ns, end_mono_ns;
 	size_t ndevs;

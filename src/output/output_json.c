@@ -330,10 +330,10 @@ int output_json_write(FILE *f, const struct iop_interval *iv)
 	if (k >= IOP_HIST_K_MIN && k <= IOP_HIST_K_MAX) {
 		fprintf(f, ",\"histogram\":{\"precision\":%u,\"max_relative_error\":", k);
 		put_double(f, ldexp(1.0, -(int)k - 1));
-		fputs("}", f);
 	} else {
-		fputs(",\"histogram\":{\"precision\":null,\"max_relative_error\":null}", f);
+		fputs(",\"histogram\":{\"precision\":null,\"max_relative_error\":null", f);
 	}
+	fprintf(f, ",\"mode\":\"%s\"}", iv->completion_only ? "completion" : "full");
 	fputs(",\"devices\":[", f);
 	for (i = 0; i < iv->ndevs; i++) {
 		if (i)

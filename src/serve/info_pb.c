@@ -188,13 +188,19 @@ struct hub_msg *info_build(const struct info_src *s)
 	info->subscribers = s->subscribers;
 	info->fanout_ns = s->fanout_ns;
 	info->fanout_streams = s->fanout_streams;
+	/* initialised at once: freeing the answer on any error below walks them */
 	info->histogram = malloc(sizeof(*info->histogram));
+	if (info->histogram)
+		iopulse__v1__histogram_layout__init(info->histogram);
 	info->cost = malloc(sizeof(*info->cost));
+	if (info->cost)
+		iopulse__v1__agent_cost__init(info->cost);
 	info->limits = malloc(sizeof(*info->limits));
+	if (info->limits)
+		iopulse__v1__server_limits__init(info->limits);
 	if (!info->version || !info->kernel || !info->hostname || !info->attach_mode || !info->histogram ||
 	    !info->cost || !info->limits)
 		goto out;
-	iopulse__v1__server_limits__init(info->limits);
 	info->limits->mark_rate = s->limits.mark_rate;
 	info->limits->mark_bytes = s->limits.mark_bytes;
 	info->limits->mark_labels = s->limits.mark_labels;
@@ -203,12 +209,13 @@ struct hub_msg *info_build(const struct info_src *s)
 	info->limits->request_bytes = s->limits.request_bytes;
 	info->limits->ring_seconds = s->ring_seconds;
 	info->limits->ring_mib = s->limits.ring_mib;
-	iopulse__v1__histogram_layout__init(info->histogram);
 	info->histogram->precision = s->hist_k;
 	info->histogram->range_bits = IOP_HIST_RANGE_BITS;
 	info->histogram->buckets = IOP_HIST_NBUCKETS(s->hist_k);
 	info->histogram->max_relative_error = 1.0 / (double)(2u << s->hist_k);
-	iopulse__v1__agent_cost__init(info->cost);
+	info->histogram->mode = strdup(s->completion_only ? "completion" : "full");
+	if (!info->histogram->mode)
+		goto out;
 	info->cost->bpf_run_time_ns = s->bpf_run_time_ns;
 	info->cost->bpf_run_count = s->bpf_run_count;
 	info->cost->bpf_stats = s->bpf_stats;

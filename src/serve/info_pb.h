@@ -19,6 +19,7 @@ struct info_src {
 	bool sync_on;                 /* sync tracking loaded */
 	const char *sync_off_reason;  /* why not although configured, or "" */
 	unsigned int hist_k;
+	bool completion_only;         /* histogram.mode in effect: completion */
 	uint64_t started_realtime_ns;
 	uint64_t bpf_run_time_ns;     /* cumulative, all programs */
 	uint64_t bpf_run_count;

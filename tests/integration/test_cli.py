@@ -347,7 +347,7 @@ def test_precision_flag(daemon_bin):
     ivs = [json.loads(ln) for ln in r.stdout.splitlines() if ln.strip()]
     assert ivs
     for iv in ivs:
-        assert iv["histogram"] == {"precision": 3, "max_relative_error": 0.0625}
+        assert iv["histogram"] == {"precision": 3, "max_relative_error": 0.0625, "mode": "full"}
 
 
 def test_log_levels_reach_the_journal(daemon_bin, tmp_path):

@@ -198,7 +198,8 @@ static const char checker[] =
 	"assert iv['type'] == 'interval'\n"
 	"ints(iv, 'seq start_realtime_ns end_realtime_ns start_mono_ns end_mono_ns', 'top')\n"
 	"assert type(iv['interval_s']) is float\n"
-	"keys(iv['histogram'], 'precision max_relative_error', 'histogram')\n"
+	"keys(iv['histogram'], 'precision max_relative_error mode', 'histogram')\n"
+	"assert iv['histogram']['mode'] in ('full', 'completion')\n"
 	"k = iv['histogram']['precision']\n"
 	"assert iv['histogram']['max_relative_error'] == 2.0 ** -(k + 1)\n"
 	"for d in iv['devices']:\n"
@@ -288,7 +289,7 @@ START_TEST(test_json_shape)
 	ck_assert(strchr(s, '\n') == s + strlen(s) - 1);          /* exactly one line */
 	has(s, "{\"type\":\"interval\",\"seq\":7,\"start_realtime_ns\":1699999998000000000,");
 	has(s, "\"interval_s\":2.0,");
-	has(s, "\"histogram\":{\"precision\":5,\"max_relative_error\":0.015625}");
+	has(s, "\"histogram\":{\"precision\":5,\"max_relative_error\":0.015625,\"mode\":\"full\"}");
 	has(s, "{\"dev\":\"8:16\",\"name\":\"sdb\",");
 	has(s, "\"model\":\"Disk \\\"quoted\\\" \\\\ \\u0009 tab\",\"rotational\":true,");
 	has(s, "\"dm_name\":\"ceph-vg-osd3\",\"slaves\":[\"sdc\",\"sdd\"],");
@@ -372,10 +373,16 @@ START_TEST(test_json_empty_interval)
 	iv.end_mono_ns = 500000000;
 	s = render(output_json_write, &iv);
 	assert_valid_json(s, false, false);
-	has(s, "\"interval_s\":0.5,\"histogram\":{\"precision\":7,\"max_relative_error\":0.00390625},"
+	has(s, "\"interval_s\":0.5,\"histogram\":{\"precision\":7,\"max_relative_error\":0.00390625,"
+	       "\"mode\":\"full\"},"
 	       "\"devices\":[],\"threads\":[],");
 	has(s, "\"bpf\":{\"stats_enabled\":false,\"run_cnt\":0,\"run_time_ns\":0,\"programs\":[]}}\n");
 	free(s);
+	/* the completion-only mode says so */
+	iv.completion_only = true;
+	s = render(output_json_write, &iv);
+	assert_valid_json(s, false, false);
+	has(s, "\"max_relative_error\":0.00390625,\"mode\":\"completion\"},");
 }
 END_TEST
 

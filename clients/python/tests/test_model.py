@@ -120,7 +120,7 @@ def test_info_decodes():
     i = pb.Info(version="0.1.0", kernel="6.1", attach_mode="tp_btf", btf=True, subscribers=2,
                 interval_ns=500_000_000, config={"interval": "500ms"})
     i.histogram.CopyFrom(pb.HistogramLayout(precision=5, range_bits=40, buckets=1152,
-                                            max_relative_error=0.015625))
+                                            max_relative_error=0.015625, mode="completion"))
     i.devices.add(name="sda", major=8, minor=0, osd_id=-1, present=True)
     i.devices.add(name="dm-1", major=253, minor=1, dm_name="vg-db", slaves=["sdb"], osd_id=0,
                   osd_role="block.db")
@@ -134,6 +134,7 @@ def test_info_decodes():
     d = json.loads(json.dumps(got.to_dict()))
     assert d["cost"]["rss_bytes"] == 1 << 20 and d["devices"][1]["dev"] == "253:1"
     assert d["histogram"]["max_relative_error"] == 0.015625
+    assert got.histogram.mode == "completion" and d["histogram"]["mode"] == "completion"
 
 
 def test_thread_from_an_older_daemon_has_no_per_call_latencies():

@@ -359,10 +359,12 @@ class HistogramLayout:
     range_bits: int
     buckets: int
     max_relative_error: float
+    mode: str = ""              # histogram.mode: "full" or "completion" ("": a daemon without modes)
 
     @classmethod
     def from_pb(cls, msg: Any) -> "HistogramLayout":
-        return cls(msg.precision, msg.range_bits, msg.buckets, msg.max_relative_error)
+        return cls(msg.precision, msg.range_bits, msg.buckets, msg.max_relative_error,
+                   msg.mode)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -37,8 +37,8 @@ def run(c: Client, args: argparse.Namespace) -> int:
               f"{lm.mark_bytes} bytes and {lm.mark_labels} labels, {lm.open_phases} open "
               f"phases, requests of at most {lm.request_bytes} bytes")
     h = i.histogram
-    print(f"histograms: precision {h.precision}, range 2^{h.range_bits}, {h.buckets} buckets, "
-          f"max error {h.max_relative_error * 100:g}%")
+    print(f"histograms: mode {h.mode or 'full'}, precision {h.precision}, range 2^{h.range_bits}, "
+          f"{h.buckets} buckets, max error {h.max_relative_error * 100:g}%")
     runs = i.cost.bpf_run_count
     bpf = (f"{i.cost.bpf_run_time_ns / 1e9:.3f}s over {runs} runs"
            + (f" ({i.cost.bpf_run_time_ns / runs:.0f}ns each)" if runs else "")

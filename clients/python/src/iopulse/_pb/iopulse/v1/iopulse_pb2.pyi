@@ -157,16 +157,18 @@ class Histogram(_message.Message):
     def __init__(self, precision: _Optional[int] = ..., index: _Optional[_Iterable[int]] = ..., count: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class HistogramLayout(_message.Message):
-    __slots__ = ["buckets", "max_relative_error", "precision", "range_bits"]
+    __slots__ = ["buckets", "max_relative_error", "mode", "precision", "range_bits"]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
     MAX_RELATIVE_ERROR_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
     PRECISION_FIELD_NUMBER: _ClassVar[int]
     RANGE_BITS_FIELD_NUMBER: _ClassVar[int]
     buckets: int
     max_relative_error: float
+    mode: str
     precision: int
     range_bits: int
-    def __init__(self, precision: _Optional[int] = ..., range_bits: _Optional[int] = ..., buckets: _Optional[int] = ..., max_relative_error: _Optional[float] = ...) -> None: ...
+    def __init__(self, precision: _Optional[int] = ..., range_bits: _Optional[int] = ..., buckets: _Optional[int] = ..., max_relative_error: _Optional[float] = ..., mode: _Optional[str] = ...) -> None: ...
 
 class Info(_message.Message):
     __slots__ = ["attach_mode", "btf", "config", "cost", "devices", "fanout_ns", "fanout_streams", "histogram", "hostname", "interval_ns", "kernel", "last_seq", "limits", "open_phases", "ring_bytes", "ring_seconds", "started_realtime_ns", "subscribers", "version"]
