@@ -353,7 +353,10 @@ def disk_counts(ivs, disk, before, after):
     # apart. The fio jobs here put PREFLUSH on no data write; the only ones are md's
     # superblock writes (PREFLUSH|FUA), and FUA comes from nothing else, so
     # empty PREFLUSH writes = preflush - fua.
-    service = sum(d["ops"][op]["service_ns"]["count"] for d in ents for op in OPS)
+    # the completion-only mode times an IO from its set-up stamp: its total latency sample
+    # (a service sample only where the dispatch was stamped apart from the set-up)
+    sampled = "total_ns" if ARGS.mode == "completion" else "service_ns"
+    service = sum(d["ops"][op][sampled]["count"] for d in ents for op in OPS)
     preflush = sum(d["flush"]["preflush"] for d in ents)
     fua = sum(d["flush"]["fua"] for d in ents)
     timed = service + preflush - min(fua, preflush)
@@ -780,7 +783,8 @@ def main():
 
     devs = list(disks.values()) + spare + (["dm-*", "md*"] if spare else [])
     argv = [ARGS.iopulsed, "--json", "--no-server", "-i", f"{int(ARGS.interval * 1000)}ms",
-            "--devices", ",".join(devs) or "none-found", "--ceph-osd-dir", CEPH_DIR]
+            "--devices", ",".join(devs) or "none-found", "--ceph-osd-dir", CEPH_DIR,
+            "--mode", ARGS.mode]
     log("starting " + " ".join(argv))
     t = time.monotonic()
     try:
@@ -871,6 +875,8 @@ if __name__ == "__main__":
     ap.add_argument("--stack-disk-size", type=int, default=160 << 20)
     ap.add_argument("--stack-seconds", type=float, default=1.0)
     ap.add_argument("--ready-timeout", type=float, default=180)
+    ap.add_argument("--mode", choices=("full", "completion"), default="full",
+                    help="iopulsed's histogram mode")
     ARGS = ap.parse_args()
     ARGS.extra = [c for c in ARGS.extra.split(",") if c and c != "none"]
     os.makedirs(ARGS.out, exist_ok=True)

@@ -346,7 +346,7 @@ def run_kernel(k, args, vng, apt, out_root, current):
                      f"--iopulsed {args.iopulsed} --controllers {','.join(controllers)} "
                      f"--schedulers {','.join(scheds)} --disk-size {DISK_MIB << 20} "
                      f"--seconds {args.seconds} --extra {','.join(args.extra) or 'none'} "
-                     f"--stack-disk-size {STACK_DISK_MIB << 20}")
+                     f"--stack-disk-size {STACK_DISK_MIB << 20} --mode {args.mode}")
         argv = [vng, "--verbose", "--run", kimg, "--disable-kvm", "--disable-microvm",
                 "--cpus", str(args.cpus), "--memory", args.memory,
                 f"--rodir={os.path.dirname(unpacked)}"]
@@ -466,6 +466,8 @@ def main():
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--memory", default="2G")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per kernel boot")
+    ap.add_argument("--mode", choices=("full", "completion"), default="full",
+                    help="iopulsed's histogram mode (README: completion-only mode)")
     args = ap.parse_args()
     args.iopulsed = os.path.realpath(args.iopulsed)
     args.out = os.path.realpath(args.out)
