@@ -279,3 +279,33 @@ def test_reload_into_completion_mode_and_bad_mode(loopdev, daemon, daemon_bin, t
     assert truth.reads > 1000 and truth.writes > 1000, truth
     assert got == {"read": truth.reads, "write": truth.writes}, "counts across the reload"
     assert os.path.exists(lo.path)
+
+
+def test_seek_in_completion_order(loopdev, daemon):
+    """Seek is measured between completions (no dispatch program): one sequential writer at
+    queue depth 1 completes in the order it dispatches, so its requests read as sequential;
+    random 4k reads as random."""
+    lo = loopdev("512M", backing_dir="/var/tmp")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name, *MODE, "--no-sync")
+    run_fio(name="iop-compl-seq", filename=lo.path, rw="write", bs="64k", ioengine="psync",
+            direct=1, size="256M")
+    time.sleep(1.2)
+    seq_ivs = d.drain()
+    run_fio(name="iop-compl-rand", filename=lo.path, rw="randread", bs="4k", ioengine="psync",
+            direct=1, size="512M", number_ios=2000, randrepeat=0)
+    time.sleep(1.2)
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+    rand_ivs = d.all_intervals()[len(seq_ivs):]
+    seek = {}
+    for what, ivs in (("sequential", seq_ivs), ("random", rand_ivs)):
+        s = f = b = 0
+        for _, dv in dev_entries(ivs, lo.name):
+            s, f, b = (s + dv["seek"]["sequential"], f + dv["seek"]["forward"],
+                       b + dv["seek"]["backward"])
+        seek[what] = (s, f, b)
+    print(f"\n{lo.name} seek (sequential, forward, backward): {seek}")
+    s, f, b = seek["sequential"]
+    assert s + f + b >= 4000 and s >= 0.99 * (s + f + b), seek
+    s, f, b = seek["random"]
+    assert s + f + b >= 1900 and s <= 0.01 * (s + f + b), seek
