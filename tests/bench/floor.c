@@ -1,6 +1,8 @@
 /*
  * floor.c - loads the benchmark's baseline programs until SIGINT/SIGTERM:
  *   block | sync                      floor.bpf.c's empty programs (the cost of attaching)
+ *   complete                          the empty completion program alone (the completion-only
+ *                                     mode's floor)
  *   bound-request | bound-bio | bound-sync   bound.bpf.c's least-work programs (a cost bound)
  */
 #include <errno.h>
@@ -31,15 +33,16 @@ static void wait_for_signal(const char *mode)
 		pause();
 }
 
-static int run_floor(int sync)
+static int run_floor(const char *mode)
 {
+	int sync = !strcmp(mode, "sync"), block = !strcmp(mode, "block");
 	struct floor_bpf *skel = floor_bpf__open();
 
 	if (!skel)
 		return -errno;
-	bpf_program__set_autoload(skel->progs.floor_bio_queue, !sync);
-	bpf_program__set_autoload(skel->progs.floor_rq_insert, !sync);
-	bpf_program__set_autoload(skel->progs.floor_rq_issue, !sync);
+	bpf_program__set_autoload(skel->progs.floor_bio_queue, block);
+	bpf_program__set_autoload(skel->progs.floor_rq_insert, block);
+	bpf_program__set_autoload(skel->progs.floor_rq_issue, block);
 	bpf_program__set_autoload(skel->progs.floor_rq_complete, !sync);
 	bpf_program__set_autoload(skel->progs.floor_enter_fdatasync, sync);
 	bpf_program__set_autoload(skel->progs.floor_exit_fdatasync, sync);
@@ -47,7 +50,7 @@ static int run_floor(int sync)
 		floor_bpf__destroy(skel);
 		return -errno;
 	}
-	wait_for_signal(sync ? "sync" : "block");
+	wait_for_signal(mode);
 	floor_bpf__destroy(skel);
 	return 0;
 }
@@ -82,10 +85,11 @@ int main(int argc, char **argv)
 	if (!strncmp(mode, "bound-", 6) && (!strcmp(mode, "bound-request") ||
 					    !strcmp(mode, "bound-bio") || !strcmp(mode, "bound-sync")))
 		err = run_bound(mode);
-	else if (!strcmp(mode, "block") || !strcmp(mode, "sync"))
-		err = run_floor(!strcmp(mode, "sync"));
+	else if (!strcmp(mode, "block") || !strcmp(mode, "sync") || !strcmp(mode, "complete"))
+		err = run_floor(mode);
 	else {
-		fprintf(stderr, "usage: %s block|sync|bound-request|bound-bio|bound-sync\n", argv[0]);
+		fprintf(stderr, "usage: %s block|sync|complete|bound-request|bound-bio|bound-sync\n",
+			argv[0]);
 		return 2;
 	}
 	if (err) {

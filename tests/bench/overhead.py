@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Per-IO cost of iopulse next to the tools people use today, measured in one run.
 
-Runs fio on a loop device backed by /dev/shm with no tracer, with iopulsed, with the
-libbpf-tools biolatency -Q -D and biopattern, with a bpftrace tracepoint biolatency, and with
-empty programs on the same tracepoints (the floor) and bound.bpf.c's least-work programs
+Runs fio on a loop device backed by /dev/shm with no tracer, with iopulsed (its default,
+request and completion-only modes), with the libbpf-tools biolatency -Q -D and biopattern, with
+a bpftrace tracepoint biolatency, and with empty programs on the same tracepoints (the floor;
+one empty completion program is the completion-only mode's) and bound.bpf.c's least-work programs
 (what any design keeping the same histograms spends there), interleaved (none, A, none, B, ...)
 and repeated. Reads the kernel's BPF run-time statistics for ns per event and per IO, and prints
 one table of medians and ratios against the baselines of this same run. Then the sync
@@ -407,12 +408,17 @@ def run(a):
     block_tools = [
         Tool("none", None),
         Tool("floor (empty tp_btf x4)", [FLOOR, "block"], ready=4),
+        Tool("floor: one empty completion program", [FLOOR, "complete"], ready=1),
         Tool("iopulsed (all block metrics)", [IOPULSED, "--devices", base], ready=4),
         Tool("iopulsed --queue-from request", [IOPULSED, "--devices", base, "--queue-from",
                                                 "request"], ready=4),
         Tool("iopulsed --queue-from request --no-sync", [IOPULSED, "--devices", base,
                                                           "--queue-from", "request", "--no-sync"],
              ready=2),
+        Tool("iopulsed --mode completion --no-sync", [IOPULSED, "--devices", base, "--mode",
+                                                       "completion", "--no-sync"], ready=2),
+        Tool("iopulsed --mode completion", [IOPULSED, "--devices", base, "--mode",
+                                             "completion"], ready=4),
         Tool("bound: request mode, least work", [FLOOR, "bound-request"], ready=2),
         Tool("bound: default mode, least work", [FLOOR, "bound-bio"], ready=3),
         Tool("biolatency -Q -D", ["/usr/sbin/biolatency", "-Q", "-D", "60"], ready=3),
@@ -424,13 +430,20 @@ def run(a):
     set_bpf_stats(True)
     stats_on = interleave(block_tools, lambda t: block_round(t, dev, a.runtime), a.repeats)
     set_bpf_stats(False)
-    stats_off = interleave(block_tools[:3], lambda t: block_round(t, dev, a.runtime), a.repeats)
+    # IOPS with bpf_stats off (its bookkeeping slows each program run): none, the floor,
+    # the default mode and the completion-only mode
+    off_tools = [t for t in block_tools if t.name in (
+        "none", "floor (empty tp_btf x4)", "iopulsed (all block metrics)",
+        "iopulsed --mode completion --no-sync")]
+    stats_off = interleave(off_tools, lambda t: block_round(t, dev, a.runtime), a.repeats)
 
     rows = []
     base_iops_on = median([r["iops"] for r in stats_on["none"]])
     base_iops_off = median([r["iops"] for r in stats_off["none"]])
     bl = median([r["ns_per_io"] for r in stats_on["biolatency -Q -D"]])
     fl = median([r["ns_per_io"] for r in stats_on["floor (empty tp_btf x4)"]])
+    # the completion-only mode is held to the floor of its one program (issue: <= 1.2x)
+    fl1 = median([r["ns_per_io"] for r in stats_on["floor: one empty completion program"]])
     for t in block_tools:
         on = stats_on[t.name]
         nsio = median([r["ns_per_io"] for r in on])
@@ -440,6 +453,7 @@ def run(a):
                      "ns_per_event": median([r["ns_per_event"] for r in on]),
                      "vs_biolatency": nsio / bl if nsio and bl else None,
                      "vs_floor": nsio / fl if nsio and fl else None,
+                     "vs_completion_floor": nsio / fl1 if nsio and fl1 else None,
                      "iops_ratio_stats_on": iops / base_iops_on if iops and base_iops_on else None,
                      "iops_ratio_stats_off": (median([r["iops"] for r in off]) / base_iops_off)
                      if off and base_iops_off else None})
@@ -510,12 +524,14 @@ def report(r):
           f"{m['bpftrace']}; {m['iopulsed']}")
     print(f"\nblock: fio randwrite 4k libaio iodepth 32 on a /dev/shm loop device; medians; "
           f"baseline {fmt(r['block']['baseline_iops_stats_off'])} IOPS (bpf_stats off)")
-    print(f"{'tool':32s} {'BPF ns/IO':>10s} {'ns/event':>9s} {'x biolat':>9s} {'x floor':>8s} "
-          f"{'IOPS ratio':>10s} {'(stats on)':>10s}")
+    print(f"{'tool':40s} {'BPF ns/IO':>10s} {'ns/event':>9s} {'x biolat':>9s} {'x floor':>8s} "
+          f"{'x floor1':>8s} {'IOPS ratio':>10s} {'(stats on)':>10s}")
     for row in r["block"]["rows"]:
-        print(f"{row['tool']:32s} {fmt(row['ns_per_io']):>10s} {fmt(row['ns_per_event']):>9s} "
+        print(f"{row['tool']:40s} {fmt(row['ns_per_io']):>10s} {fmt(row['ns_per_event']):>9s} "
               f"{fmt(row['vs_biolatency'], 2):>9s} {fmt(row['vs_floor'], 2):>8s} "
+              f"{fmt(row.get('vs_completion_floor'), 2):>8s} "
               f"{fmt(row['iops_ratio_stats_off'], 3):>10s} {fmt(row['iops_ratio_stats_on'], 3):>10s}")
+    print("(x floor1: against one empty completion program, the completion-only mode's floor)")
     c = r["cpu"]
     print(f"\nwhole-machine CPU (/proc/stat), same fio, {c['ios_per_run']} IOs per run, bpf_stats off; "
           f"medians")
