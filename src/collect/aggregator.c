@@ -43,7 +43,8 @@ struct aggregator {
 	uint32_t *slot_kdev;          /* kernel dev of each assigned slot, 0 if none */
 	struct inflight *inflight;
 	struct stamps *stamps;        /* completion-only mode: the devices' stamp states */
-	struct reconcile *reconcile;  /* completion-only mode: unreported completions */
+	struct reconcile *reconcile;  /* devices against /proc/diskstats; counting unreported
+	                               * completions in the completion-only mode */
 	struct reconcile_dev *recon;  /* ... the devices held to their diskstats lines */
 	size_t recon_cap;
 	struct sparse_arena arena;
@@ -84,15 +85,11 @@ int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 	a->nslots = probes_max_devices(p);
 	a->slots = calloc(a->nslots, sizeof(*a->slots));
 	a->slot_kdev = calloc(a->nslots, sizeof(*a->slot_kdev));
-	if (!a->slots || !a->slot_kdev || inflight_new(&a->inflight, p, a->nslots, NULL)) {
+	if (!a->slots || !a->slot_kdev || inflight_new(&a->inflight, p, a->nslots, NULL) ||
+	    reconcile_new(&a->reconcile, NULL, probes_completion_only(p)) ||
+	    (probes_completion_only(p) && stamps_new(&a->stamps, a->nslots))) {
 		aggregator_free(a);
 		return -ENOMEM;
-	}
-	if (probes_completion_only(p)) {
-		if (stamps_new(&a->stamps, a->nslots) || reconcile_new(&a->reconcile, NULL)) {
-			aggregator_free(a);
-			return -ENOMEM;
-		}
 	}
 	a->last_mono = now_ns(CLOCK_MONOTONIC);
 	a->last_real = now_ns(CLOCK_REALTIME);
@@ -212,7 +209,9 @@ static bool has_partitions(const struct aggregator *a, dev_t dev)
 
 /*
  * Completion-only mode: completions the kernel made and the tracepoint did not report,
- * counted from /proc/diskstats while a device is idle (reconcile.c). Every present device is
+ * counted from /proc/diskstats while a device is idle (reconcile.c; in the full mode, whose
+ * sweep counts them, the references are only kept for a reload into the completion-only
+ * mode). Every present device is
  * held to its own line, from before its first IO (no slot yet: nothing counted): whole disks,
  * which count their partitions' IO; with partitions reported apart (rollup_partitions
  * false) the partitions and the disks without any, as a disk's line then holds IO that its
@@ -542,6 +541,53 @@ static int baseline(struct aggregator *a, const struct iop_config *c)
  * The cut between a and its successor: a's counters end, and the successor's start, at one
  * instant (histograms are read right after, so a sample or two may fall between them).
  */
+/* Counters of the slot a (or b) held kdev in, in a copy of all slots' (NULL: none). */
+static const uint64_t *slot_counters(const uint32_t *slot_kdev, uint32_t nslots,
+				     const uint64_t *copy, uint32_t kdev)
+{
+	uint32_t s;
+
+	for (s = 0; s < nslots; s++)
+		if (slot_kdev[s] == kdev)
+			return copy + (size_t)s * IOP_C_MAX;
+	return NULL;
+}
+
+/*
+ * A reload into the completion-only mode: each device's reference against /proc/diskstats
+ * moves to the successor, shifted by the two sets of counters at the cut (mine, theirs), so
+ * that completions the tracepoint misses while the probes change hands are counted at the
+ * device's next idle moment.
+ */
+static int carry_references(struct aggregator *a, const uint64_t *mine, const uint64_t *theirs)
+{
+	struct aggregator *b = a->successor;
+	const uint64_t *m, *t;
+	int64_t ref[2 * IOP_OP_MAX];
+	uint32_t s, op;
+	size_t i;
+	int r = 0;
+
+	for (s = 0; s < b->nslots; s++)
+		b->slot_kdev[s] = b->slots[s].used && b->slots[s].seen ? b->slots[s].kdev : 0;
+	for (i = 0; !r && i < devices_count(a->devices); i++) {
+		const struct iop_device *d = devices_at(a->devices, i);
+		uint32_t kdev = (major(d->dev) << IOP_KDEV_MINORBITS) | minor(d->dev);
+
+		if (!reconcile_ref(a->reconcile, kdev, ref))
+			continue;
+		m = slot_counters(a->slot_kdev, a->nslots, mine, kdev);
+		t = slot_counters(b->slot_kdev, b->nslots, theirs, kdev);
+		for (op = 0; op < IOP_OP_MAX; op++) {
+			ref[op] += (int64_t)((m ? m[IOP_C_IOS + op] : 0) - (t ? t[IOP_C_IOS + op] : 0));
+			ref[IOP_OP_MAX + op] += (int64_t)((m ? m[IOP_C_BYTES + op] : 0) -
+							  (t ? t[IOP_C_BYTES + op] : 0));
+		}
+		r = reconcile_set_ref(b->reconcile, kdev, ref);
+	}
+	return r;
+}
+
 static int hand_over(struct aggregator *a)
 {
 	struct aggregator *b = a->successor;
@@ -552,6 +598,8 @@ static int hand_over(struct aggregator *a)
 	if (!r && !counters_at_one_instant(a, mine, theirs))
 		log_warn("reload: IO never paused while the counters were copied; a completion "
 			  "or two may be counted on both sides or neither");
+	if (!r && probes_completion_only(b->probes))
+		r = carry_references(a, mine, theirs);
 	if (!r) {
 		a->cnt_snap = mine;
 		r = delta_slots(a);
@@ -578,6 +626,7 @@ void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
 int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
 		       bool final)
 {
+	bool completion = probes_completion_only(a->probes);
 	const volatile uint64_t *g;
 	uint32_t s;
 	int r, i, more;
@@ -605,12 +654,16 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	if (a->successor)
 		final = false;   /* the successor's probes see the completions from now on */
 	/* the completion-only mode keeps no records: it finds unreported completions by count */
-	r = a->reconcile ? reconcile_slots(a, c) : inflight_sweep(a->inflight, a->slot_kdev);
-	if (r >= 0 && final && !a->reconcile) {
+	r = completion ? reconcile_slots(a, c) : inflight_sweep(a->inflight, a->slot_kdev);
+	if (r >= 0 && final && !completion) {
 		/* idle devices were stamped just now; a completion seen by BPF takes microseconds */
 		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
 		more = inflight_sweep(a->inflight, a->slot_kdev);
 		r = more < 0 ? more : r + more;
+	}
+	if (r >= 0 && !completion) {
+		more = reconcile_slots(a, c);    /* references only */
+		r = more < 0 ? more : r;
 	}
 	if (r < 0)
 		log_warn("cannot check the devices' in-flight counts: %s", strerror(-r));
@@ -653,8 +706,6 @@ int aggregator_prime(struct aggregator *a, const struct iop_config *c)
 	uint32_t s;
 	int r;
 
-	if (!a->reconcile)
-		return 0;
 	r = mark_slots(a);
 	for (s = 0; !r && s < a->nslots; s++)
 		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;

@@ -35,8 +35,8 @@ void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
 			  const struct iop_config *next_cfg);
 
 /*
- * Right after the probes attached: in the completion-only mode, the devices idle now get
- * their reference counts against /proc/diskstats (reconcile.c), so completions the
+ * Right after the probes attached: the devices idle now get their reference counts against
+ * /proc/diskstats (reconcile.c), so that in the completion-only mode completions the
  * tracepoint misses from here on are found at their next idle moment. 0 or -errno.
  */
 int aggregator_prime(struct aggregator *a, const struct iop_config *c);

@@ -50,18 +50,20 @@ struct dev_rec {
 
 struct reconcile {
 	const char *path;
+	bool count;                    /* add what the gaps show; else follow them */
 	struct dev_rec *d;
 	size_t n, cap;
 	char line[512];
 };
 
-int reconcile_new(struct reconcile **out, const char *diskstats)
+int reconcile_new(struct reconcile **out, const char *diskstats, bool count)
 {
 	struct reconcile *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
 	r->path = diskstats ? diskstats : "/proc/diskstats";
+	r->count = count;
 	*out = r;
 	return 0;
 }
@@ -84,6 +86,28 @@ static struct dev_rec *find(struct reconcile *r, uint32_t kdev)
 	return NULL;
 }
 
+/* The record of kdev, made (without a reference) if there is none; NULL on ENOMEM. */
+static struct dev_rec *record(struct reconcile *r, uint32_t kdev)
+{
+	struct dev_rec *dr = find(r, kdev);
+
+	if (dr)
+		return dr;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 16;
+		struct dev_rec *d = realloc(r->d, cap * sizeof(*d));
+
+		if (!d)
+			return NULL;
+		r->d = d;
+		r->cap = cap;
+	}
+	dr = &r->d[r->n++];
+	memset(dr, 0, sizeof(*dr));
+	dr->kdev = kdev;
+	return dr;
+}
+
 /* Keeps the listed devices' records (new ones start without a reference), drops the rest. */
 static int list_devices(struct reconcile *r, const struct reconcile_dev *devs, size_t n)
 {
@@ -93,21 +117,9 @@ static int list_devices(struct reconcile *r, const struct reconcile_dev *devs, s
 	for (i = 0; i < r->n; i++)
 		r->d[i].listed = false;
 	for (i = 0; i < n; i++) {
-		dr = find(r, devs[i].kdev);
-		if (!dr) {
-			if (r->n == r->cap) {
-				size_t cap = r->cap ? 2 * r->cap : 16;
-				struct dev_rec *d = realloc(r->d, cap * sizeof(*d));
-
-				if (!d)
-					return -ENOMEM;
-				r->d = d;
-				r->cap = cap;
-			}
-			dr = &r->d[r->n++];
-			memset(dr, 0, sizeof(*dr));
-			dr->kdev = devs[i].kdev;
-		}
+		dr = record(r, devs[i].kdev);
+		if (!dr)
+			return -ENOMEM;
 		dr->listed = true;
 		dr->data = devs[i].data;
 		dr->seen1 = false;
@@ -130,8 +142,11 @@ static bool same_counts(const struct diskstats_line *a, const struct diskstats_l
 	       !memcmp(a->sectors, b->sectors, sizeof(a->sectors));
 }
 
-/* Adds what one idle moment found to the device's counters; returns the IOs added. */
-static int count(struct dev_rec *dr, const struct diskstats_line *l)
+/*
+ * Adds what one idle moment found to the device's counters; returns the IOs added. Without
+ * counting, the reference is the gap now.
+ */
+static int count(const struct reconcile *r, struct dev_rec *dr, const struct diskstats_line *l)
 {
 	int64_t gap[NGAP];
 	uint64_t add[NGAP];
@@ -142,6 +157,12 @@ static int count(struct dev_rec *dr, const struct diskstats_line *l)
 	for (op = 0; op < IOP_OP_MAX; op++) {
 		gap[op] = (int64_t)(l->ios[op] - dr->ours[op]);
 		gap[IOP_OP_MAX + op] = (int64_t)(l->sectors[op] * 512 - dr->ours[IOP_OP_MAX + op]);
+	}
+	if (!r->count) {
+		memcpy(dr->gap.ref, gap, sizeof(dr->gap.ref));
+		memset(dr->gap.lower_seen, 0, sizeof(dr->gap.lower_seen));
+		dr->gap.known = true;
+		return 0;
 	}
 	reconcile_step(&dr->gap, gap, add);
 	for (op = 0; op < NGAP; op++) {
@@ -183,7 +204,7 @@ static int read_lines(struct reconcile *r, bool second, int *added)
 			dr->seen1 = true;
 			dr->first = l;
 		} else if (dr->seen1 && same_counts(&dr->first, &l)) {
-			*added += count(dr, &l);
+			*added += count(r, dr, &l);
 		}
 	}
 	fclose(in);
@@ -211,4 +232,29 @@ int reconcile_run(struct reconcile *r, const struct reconcile_dev *devs, size_t 
 	}
 	e = read_lines(r, true, &added);
 	return e ? e : added;
+}
+
+bool reconcile_ref(const struct reconcile *r, uint32_t kdev, int64_t ref[NGAP])
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		if (r->d[i].kdev == kdev && r->d[i].gap.known) {
+			memcpy(ref, r->d[i].gap.ref, sizeof(r->d[i].gap.ref));
+			return true;
+		}
+	}
+	return false;
+}
+
+int reconcile_set_ref(struct reconcile *r, uint32_t kdev, const int64_t ref[NGAP])
+{
+	struct dev_rec *dr = record(r, kdev);
+
+	if (!dr)
+		return -ENOMEM;
+	memcpy(dr->gap.ref, ref, sizeof(dr->gap.ref));
+	memset(dr->gap.lower_seen, 0, sizeof(dr->gap.lower_seen));
+	dr->gap.known = true;
+	return 0;
 }

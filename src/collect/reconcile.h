@@ -34,8 +34,12 @@ void reconcile_step(struct reconcile_gap *g, const int64_t gap[2 * IOP_OP_MAX],
 
 struct reconcile;
 
-/* diskstats: path of /proc/diskstats (NULL for the default). */
-int reconcile_new(struct reconcile **out, const char *diskstats);
+/*
+ * diskstats: path of /proc/diskstats (NULL for the default). count: add what the gaps show
+ * (the completion-only mode); false keeps the references only, following the gaps (the
+ * full mode, whose in-flight sweep counts what the tracepoint missed), for a successor.
+ */
+int reconcile_new(struct reconcile **out, const char *diskstats, bool count);
 struct reconcile *reconcile_free(struct reconcile *r);
 
 /* A device held to its /proc/diskstats line. */
@@ -53,5 +57,14 @@ struct reconcile_dev {
  * the number of IOs added, or -errno.
  */
 int reconcile_run(struct reconcile *r, const struct reconcile_dev *devs, size_t n);
+
+/*
+ * A reload: the reference gaps (ios by op, then bytes by op) of device kdev, true when known;
+ * and setting one in the successor, whose counters stood at theirs when the predecessor's
+ * stood at mine (its reference: the predecessor's + mine - theirs). The successor then
+ * counts what the tracepoint misses while the probes change hands, at its next idle moment.
+ */
+bool reconcile_ref(const struct reconcile *r, uint32_t kdev, int64_t ref[2 * IOP_OP_MAX]);
+int reconcile_set_ref(struct reconcile *r, uint32_t kdev, const int64_t ref[2 * IOP_OP_MAX]);
 
 #endif

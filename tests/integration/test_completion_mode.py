@@ -267,8 +267,10 @@ def test_reload_into_completion_mode_and_bad_mode(loopdev, daemon, daemon_bin, t
     truth = after - before
     got = {op: sum_op(ivs, lo.name, op, "ios") for op in ("read", "write")}
     err = d.stderr_text()
+    unseen = sum(sum_op(ivs, lo.name, op, "completion_unseen") for op in ("read", "write"))
     print(f"\nmodes by interval {modes}\nreads {got['read']} (diskstats {truth.reads}), writes "
-          f"{got['write']} (diskstats {truth.writes}); check-config exit {chk.returncode}: "
+          f"{got['write']} (diskstats {truth.writes}), {unseen} of them unreported and counted "
+          f"by the sweep or from diskstats; check-config exit {chk.returncode}: "
           f"{chk.stderr.strip()}")
     where = f"{cfg}:2:9: key 'histogram.mode': 'fastest' is not a histogram mode"
     assert chk.returncode == 2 and f"{bad}:2:9: key 'histogram.mode'" in chk.stderr

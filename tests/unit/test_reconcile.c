@@ -148,7 +148,7 @@ START_TEST(test_run_counts_into_the_slot)
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(reconcile_new(&r, path), 0);
+	ck_assert_int_eq(reconcile_new(&r, path, true), 0);
 	/* before the first IO since attach: no slot, nothing counted; the reference */
 	write_stats(path, 100, 100 * 8, 0);
 	ck_assert_int_eq(reconcile_run(r, devs, 2), 0);
@@ -186,6 +186,56 @@ START_TEST(test_run_counts_into_the_slot)
 }
 END_TEST
 
+START_TEST(test_references_follow_and_carry_over)
+{
+	char path[] = "/tmp/iopulse-test-diskstats-XXXXXX";
+	uint64_t old[IOP_C_MAX] = { 0 }, nw[IOP_C_MAX] = { 0 };
+	struct reconcile_dev dev = { (7u << 20) | 3, old };
+	struct reconcile *full, *compl;
+	int64_t ref[N];
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(reconcile_new(&full, path, false), 0);
+	ck_assert_int_eq(reconcile_new(&compl, path, true), 0);
+	ck_assert(!reconcile_ref(full, dev.kdev, ref));
+	/* the full mode only follows the gap: 100 reads before attach, 50 seen, 1 missed */
+	write_stats(path, 151, 151 * 8, 0);
+	old[IOP_C_IOS + IOP_OP_READ] = 50;
+	old[IOP_C_BYTES + IOP_OP_READ] = 50 * 4096;
+	ck_assert_int_eq(reconcile_run(full, &dev, 1), 0);
+	ck_assert(reconcile_ref(full, dev.kdev, ref));
+	ck_assert_int_eq(ref[IOP_OP_READ], 101);
+	/* its sweep finds the missed read: the reference follows, nothing is added */
+	old[IOP_C_IOS + IOP_OP_READ] = 51;
+	old[IOP_C_BYTES + IOP_OP_READ] = 51 * 4096;
+	ck_assert_int_eq(reconcile_run(full, &dev, 1), 0);
+	ck_assert(reconcile_ref(full, dev.kdev, ref));
+	ck_assert_int_eq(ref[IOP_OP_READ], 100);
+	ck_assert_int_eq(ref[IOP_OP_MAX + IOP_OP_READ], 100 * 4096);
+	ck_assert_uint_eq(old[IOP_C_UNSEEN + IOP_OP_READ], 0);
+	/* a reload into the completion-only mode under IO: at the cut the old counters stood
+	 * at 80 reads, the new at 2; 40 more complete, the new program sees 37 of them */
+	old[IOP_C_IOS + IOP_OP_READ] = 80;
+	old[IOP_C_BYTES + IOP_OP_READ] = 80 * 4096;
+	for (int i = 0; i < N; i++)
+		ref[i] += (i == IOP_OP_READ ? 80 - 2 : i == IOP_OP_MAX + IOP_OP_READ ? (80 - 2) * 4096
+										 : 0);
+	ck_assert_int_eq(reconcile_set_ref(compl, dev.kdev, ref), 0);
+	dev.data = nw;
+	nw[IOP_C_IOS + IOP_OP_READ] = 2 + 37;
+	nw[IOP_C_BYTES + IOP_OP_READ] = (2 + 37) * 4096;
+	write_stats(path, 100 + 80 + 40, (100 + 80 + 40) * 8, 0);
+	ck_assert_int_eq(reconcile_run(compl, &dev, 1), 3);
+	ck_assert_uint_eq(nw[IOP_C_IOS + IOP_OP_READ], 42);
+	ck_assert_uint_eq(nw[IOP_C_BYTES + IOP_OP_READ], 42 * 4096);
+	reconcile_free(full);
+	reconcile_free(compl);
+	unlink(path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("reconcile");
@@ -197,6 +247,7 @@ int main(void)
 	tcase_add_test(tc, test_iostats_off_lowers_the_reference);
 	tcase_add_test(tc, test_parse_line);
 	tcase_add_test(tc, test_run_counts_into_the_slot);
+	tcase_add_test(tc, test_references_follow_and_carry_over);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
