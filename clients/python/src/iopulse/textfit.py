@@ -179,6 +179,9 @@ def layout(g: Grid, width: int) -> list[Any]:
     for n, p in enumerate(parts, 1):
         title = g.title if len(parts) == 1 else f"{g.title} ({n}/{len(parts)})"
         cols = list(range(nk)) + [nk + i for i in p]
+        if n > 1:
+            from rich.text import Text
+            out.append(Text(""))
         out.append(_table(g, cols, _widen(g, cols, narrow, width), title))
     return out
 
