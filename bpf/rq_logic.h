@@ -15,6 +15,11 @@
 #define IOP_REQ_OP_DISCARD 3u
 #define IOP_REQ_OP_FIRST_PASSTHROUGH 32u
 
+static inline int iop_op_passthrough(unsigned int op)
+{
+	return op >= IOP_REQ_OP_FIRST_PASSTHROUGH;
+}
+
 /*
  * The /proc/diskstats group of an op (block/blk-core.c op_stat_group): only DISCARD is a
  * discard; SECURE_ERASE, WRITE_ZEROES and the zone ops are writes (odd ops write); FLUSH is
@@ -27,18 +32,13 @@
  */
 static inline int iop_op_group(unsigned int op, int pt_accounted)
 {
-	if (op >= IOP_REQ_OP_FIRST_PASSTHROUGH)
+	if (iop_op_passthrough(op))
 		return pt_accounted ? ((op & 1) ? IOP_OP_WRITE : IOP_OP_READ) : -1;
 	if (op == IOP_REQ_OP_FLUSH)
 		return IOP_OP_FLUSH;
 	if (op == IOP_REQ_OP_DISCARD)
 		return IOP_OP_DISCARD;
 	return (op & 1) ? IOP_OP_WRITE : IOP_OP_READ;
-}
-
-static inline int iop_op_passthrough(unsigned int op)
-{
-	return op >= IOP_REQ_OP_FIRST_PASSTHROUGH;
 }
 
 /* Bytes /proc/diskstats adds for one completion of nr_bytes: whole sectors (bytes >> 9). */

@@ -90,7 +90,7 @@ def _stop_and_count(d, name):
 def _check_timed(c, reads, exact=True, goal=TIMED_GOAL):
     """The README's promise for latency samples: every completed read is timed, or counted in
     completion_unseen (no sample: the kernel never reported its completion) or untimed; and
-    at least 99.95% are timed. Not that every read has a sample. exact: also the read count
+    at least 99.9% are timed. Not that every read has a sample. exact: also the read count
     against /proc/diskstats (the tests that have always checked it)."""
     timed = c["service_ns"]
     if exact:
@@ -139,7 +139,7 @@ def test_queue_wait_dominates_with_few_tags(loopdev, daemon):
     # mq-deadline with 4 tags and 8 threads per tag: 158 of 118,542 (0.13%) and, with a
     # second fio loading the machine, 215 of 78,499 (0.27%) completions had no latency sample
     # (README: Completions the kernel does not report), so this case is held to 99.5%, not
-    # to the 99.95% of the other workloads
+    # to the 99.9% of the other workloads
     _check_timed(c, reads, exact=False, goal=TIMED_GOAL_SMALL)
     assert None not in qw and None not in svc, "null p50 in an interval with IOs"
     if qw:

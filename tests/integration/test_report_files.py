@@ -9,11 +9,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
 
 import pytest
 
 from grpc_testlib import CLIENT_ENV, iopulse, iopulse_cmd
-from iopulse_testlib import wait_idle
+from iopulse_testlib import REPO, wait_idle
+
+sys.path.insert(0, str(REPO / "clients" / "python" / "tests"))
+from browser import browser_dom  # noqa: E402  (the client's test helper: headless chromium)
 
 
 JOBS = """[global]
@@ -39,25 +43,6 @@ def run_ok(argv: list[str], timeout: float = 180) -> subprocess.CompletedProcess
     p = subprocess.run(argv, env=CLIENT_ENV, capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, f"{argv}: {p.stderr}"
     return p
-
-
-def browser_dom(path: str, width: int = 1400) -> str:
-    """The page's DOM after load, as Debian's chromium renders it headless in a window
-    width pixels wide."""
-    argv = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            f"--window-size={width},1000", "--virtual-time-budget=5000",
-            f"--user-data-dir={os.path.dirname(path)}/chromium",
-            "--dump-dom", f"file://{path}"]
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                         start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=240)     # chromium starts slowly on a loaded machine
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)   # the browser and its helper processes
-            p.wait(10)
-    assert p.returncode == 0, f"chromium exited {p.returncode}"
-    return out
 
 
 def sync_calls(path: str) -> int:

@@ -29,6 +29,9 @@ REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VMDIR = os.path.join(REPO, "tests", "vm")
 DISK_MIB = 256
 CONTROLLERS = ["nvme", "megaraid_sas", "ahci", "virtio-scsi", "virtio-blk", "lsi53c895a"]
+# qemu's LSI 53C895A emulation stalls under TCG with deep concurrent queues (commands time out,
+# the sym53c8xx driver aborts and resets the bus, fio waits for minutes): by name only.
+DEFAULT_CONTROLLERS = [c for c in CONTROLLERS if c != "lsi53c895a"]
 BASE_SCHEDULERS = ["none", "mq-deadline"]
 # cells after the controller cells (guest.py EXTRA): cell -> its scheduler
 EXTRA = {"lvm-linear": "none", "lvm-striped": "none", "md-raid1": "none", "scsi-qd1": "none",
@@ -453,7 +456,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernels", help="comma-separated labels of kernels.txt (default: all)")
-    ap.add_argument("--controllers", default=",".join(CONTROLLERS))
+    ap.add_argument("--controllers", default=",".join(DEFAULT_CONTROLLERS))
     ap.add_argument("--extra", default=",".join(EXTRA),
                     help="cells after the controller cells: stacked devices (LVM, md, a "
                          "Ceph OSD label) and tuned queues; 'none' for none")

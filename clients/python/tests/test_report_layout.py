@@ -8,13 +8,12 @@ import io
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 
 import pytest
 import reportrun
 import screen
+from browser import browser_dom
 from test_cli import SRC
 
 from iopulse.display import DEVICE_SPECS, FIO_SPECS, OP_SPECS, THREAD_SPECS
@@ -136,23 +135,6 @@ def test_op_lines_are_reads_writes_and_all_when_both():
     assert shown_ops(ops(5, 5)) == ["read", "write", "all"]
     assert shown_ops(ops(0, 5, 1)) == ["write", "discard", "all"]
     assert shown_ops(ops(0, 0)) == ["all"]
-
-
-def browser_dom(path: str, width: int = 1400) -> str:
-    """The page's DOM after load, as chromium renders it headless in a window width wide."""
-    argv = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            f"--window-size={width},1000", "--virtual-time-budget=5000",
-            f"--user-data-dir={os.path.dirname(path)}/chromium", "--dump-dom", f"file://{path}"]
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                         start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=240)     # chromium starts slowly on a loaded machine
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)   # the browser and its helper processes
-            p.wait(10)
-    assert p.returncode == 0, f"chromium exited {p.returncode}"
-    return out
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium")

@@ -113,6 +113,11 @@ def test_merged_histogram_of_a_phase(recorded):
     p = [x for x in run.phases() if x.name == "seqread"][0]
     assert phase_histogram(run, p, None, "sdb", "read").count == 1200
     assert Frames(None, None, None, run).histogram("seqread", None, "sdb", "read").count == 1200
+    # the run's own accessor (the Run.histogram) is the same merge
+    t = want[("randrw", "sdb", "read")]
+    assert run.histogram("randrw", None, "sdb", "read") == Histogram.from_values(K, t.total)
+    assert run.histogram("randrw", "node1", "sdb", "read", "queue_wait_ns") == \
+        Histogram.from_values(K, t.qwait)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pandas") is None,

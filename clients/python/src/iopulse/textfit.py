@@ -11,6 +11,8 @@ phase labels), which fold onto more lines. Every cell and title is plain text: a
 """
 from __future__ import annotations
 
+import functools
+import io
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -126,16 +128,38 @@ def fold(g: Grid, width: int) -> Optional[list[list[int]]]:
     return parts
 
 
-def _table(g: Grid, cols: list[int], w: list[int], title: str) -> Any:
+def _new_table(title: str) -> Any:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=Text(title) if title else None, title_justify="left", box=box.SIMPLE_HEAD,
-              show_edge=False, collapse_padding=True, expand=False)
-    for i in cols:
+    return Table(title=Text(title) if title else None, title_justify="left",
+                 box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True, expand=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _first_width_extra() -> int:
+    """What the first column's width must be given beyond its text: 0 where rich takes a
+    column's width as its text's (rich 13), 1 where it counts the table's left edge padding
+    in it (rich 15). Measured once on a one-character column."""
+    from rich.console import Console
+    from rich.text import Text
+
+    t = _new_table("")
+    t.add_column(Text("#"), width=1, no_wrap=False, overflow="fold")
+    out = io.StringIO()
+    Console(file=out, width=20, color_system=None, legacy_windows=False).print(t)
+    return 0 if "#" in out.getvalue() else 1
+
+
+def _table(g: Grid, cols: list[int], w: list[int], title: str) -> Any:
+    from rich.text import Text
+
+    t = _new_table(title)
+    for n, i in enumerate(cols):
         c = g.columns[i]
-        t.add_column(Text(c.header), justify="left" if c.left else "right", width=w[i],
+        t.add_column(Text(c.header), justify="left" if c.left else "right",
+                     width=w[i] + (_first_width_extra() if n == 0 else 0),
                      no_wrap=False, overflow="fold")
     for r, end in zip(g.rows, g.ends):
         t.add_row(*[Text(r[i]) for i in cols], end_section=end)
@@ -179,6 +203,9 @@ def layout(g: Grid, width: int) -> list[Any]:
     for n, p in enumerate(parts, 1):
         title = g.title if len(parts) == 1 else f"{g.title} ({n}/{len(parts)})"
         cols = list(range(nk)) + [nk + i for i in p]
+        if n > 1:
+            from rich.text import Text
+            out.append(Text(""))
         out.append(_table(g, cols, _widen(g, cols, narrow, width), title))
     return out
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from .._pb import iopulse_pb2 as pb
+from ..histogram import Histogram
 from ..model import Info, PhaseMark, Update
 from ..phases.model import Phase, phases_of_run
 from .settings import HostSettings
@@ -107,6 +108,19 @@ class Run:
             if ev.get("tool") == "fio" and isinstance(ev.get("output"), dict):
                 return ev["output"]
         return None
+
+    def histogram(self, phase: Any, host: Optional[str], device: str, op: str = "all",
+                  metric: str = "total_ns") -> Histogram:
+        """The merged histogram of one metric over a phase (its name or Phase), on one host
+        (None: every host): every bucket of every Update in it added up, as the report
+        computes its percentiles. op: read, write, discard, flush or all; metric: total_ns,
+        queue_wait_ns, service_ns, size_bytes (report.aggregate.phase_histogram).
+
+            run.histogram("randread", None, "nvme0n1", "read").percentile(99.9)
+        """
+        from ..report.aggregate import phase_histogram   # the report imports this module
+
+        return phase_histogram(self, phase, host, device, op, metric)
 
     def span_realtime_ns(self) -> tuple[int, int]:
         """The wall-clock time the run holds data for: from the earliest Update's start to

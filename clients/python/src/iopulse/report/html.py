@@ -121,7 +121,3 @@ def html_report(run: Run, rows: list[Row], trows: list[ThreadRow],
                 body.append(f"<h3>{html.escape(name)}</h3>" + _img(p, name))
     return page(f"iopulse report: {run.path}", body)
 
-
-def compare_page(head: str, heads: list[str], rows: list[list[str]], classes: list[str]) -> Any:
-    return page("iopulse compare", [f"<h1>iopulse compare</h1><pre>{html.escape(head)}</pre>",
-                                    table(heads, rows, 4, classes)])
