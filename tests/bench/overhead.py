@@ -12,6 +12,8 @@ workload (fio psync, fdatasync=1), the daemon's own CPU and RSS with many device
 threads, freshness of the --json output, and the map memory a large node would need.
 
 Usage (root):  tests/bench/overhead.py [--quick] [--repeats N] [--json FILE]
+               tests/bench/overhead.py --only block --repeats 5 --tools 'iopulsed|bound'
+
 """
 import argparse
 import contextlib
@@ -369,7 +371,11 @@ def main(argv=None):
     ap.add_argument("--runtime", type=int, default=5, help="seconds per fio run")
     ap.add_argument("--quick", action="store_true", help="1 repeat, 3 s runs, smaller soak")
     ap.add_argument("--json", default=os.path.join(BUILD, "bench-overhead.json"))
-    ap.add_argument("--only", choices=["daemon"], help="run only the daemon CPU/RSS part")
+    ap.add_argument("--only", choices=["daemon", "block"],
+                    help="run only the daemon CPU/RSS part, or only the per-IO BPF cost table")
+    ap.add_argument("--tools", metavar="REGEX",
+                    help="per-IO table: only the tools whose name matches (plus none, the floors "
+                         "and biolatency -Q -D, the baselines), e.g. --tools 'iopulsed|bound'")
     a = ap.parse_args(argv)
     if a.quick:
         a.repeats, a.runtime = 1, 3
@@ -425,6 +431,10 @@ def run(a):
         Tool("biopattern", ["/usr/sbin/biopattern", "60"], ready=1),
         Tool("bpftrace biolatency (tp)", ["bpftrace", "-e", BPFTRACE_BIOLAT], ready=2, delay=2),
     ]
+    if a.tools:
+        keep = re.compile(a.tools)
+        block_tools = [t for t in block_tools if keep.search(t.name) or t.name == "none"
+                       or t.name.startswith("floor") or t.name == "biolatency -Q -D"]
     print(f"block workload: fio randwrite 4k libaio iodepth 32, {a.runtime}s x {a.repeats}, {dev} on /dev/shm",
           file=sys.stderr)
     set_bpf_stats(True)
@@ -435,11 +445,12 @@ def run(a):
     off_tools = [t for t in block_tools if t.name in (
         "none", "floor (empty tp_btf x4)", "iopulsed (all block metrics)",
         "iopulsed --mode completion --no-sync")]
-    stats_off = interleave(off_tools, lambda t: block_round(t, dev, a.runtime), a.repeats)
+    stats_off = {} if a.only == "block" else \
+        interleave(off_tools, lambda t: block_round(t, dev, a.runtime), a.repeats)
 
     rows = []
     base_iops_on = median([r["iops"] for r in stats_on["none"]])
-    base_iops_off = median([r["iops"] for r in stats_off["none"]])
+    base_iops_off = median([r["iops"] for r in stats_off["none"]]) if stats_off else None
     bl = median([r["ns_per_io"] for r in stats_on["biolatency -Q -D"]])
     fl = median([r["ns_per_io"] for r in stats_on["floor (empty tp_btf x4)"]])
     # the completion-only mode is held to the floor of its one program (issue: <= 1.2x)
@@ -456,9 +467,17 @@ def run(a):
                      "vs_completion_floor": nsio / fl1 if nsio and fl1 else None,
                      "iops_ratio_stats_on": iops / base_iops_on if iops and base_iops_on else None,
                      "iops_ratio_stats_off": (median([r["iops"] for r in off]) / base_iops_off)
-                     if off and base_iops_off else None})
+                     if off and base_iops_off else None,
+                     "progs": per_program(on)})
     results["block"] = {"rows": rows, "raw_stats_on": stats_on, "raw_stats_off": stats_off,
                         "baseline_iops_stats_on": base_iops_on, "baseline_iops_stats_off": base_iops_off}
+
+    if a.only == "block":
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+        report_block(results)
+        print(f"\nresults written to {a.json}")
+        return 0
 
     nios = 50000 if a.quick else 200000
     cpu_tools = [block_tools[0]] + [t for t in block_tools[1:]
@@ -518,7 +537,22 @@ def run(a):
     return 0
 
 
-def report(r):
+def per_program(results):
+    """Median ns per IO of each program of a tool, by program name (where its cost sits)."""
+    per = {}
+    for r in results:
+        if not r.get("ios"):
+            continue
+        sums = {}
+        for key, v in (r.get("progs") or {}).items():
+            name = key.split("#")[0]
+            sums[name] = sums.get(name, 0) + v["run_time_ns"]
+        for name, ns in sums.items():
+            per.setdefault(name, []).append(ns / r["ios"])
+    return {name: median(xs) for name, xs in per.items()}
+
+
+def report_block(r):
     m = r["machine"]
     print(f"machine: kernel {m['kernel']}, {m['cpus']} CPUs, {m['cpu']}; {m['fio']}; "
           f"{m['bpftrace']}; {m['iopulsed']}")
@@ -532,6 +566,15 @@ def report(r):
               f"{fmt(row.get('vs_completion_floor'), 2):>8s} "
               f"{fmt(row['iops_ratio_stats_off'], 3):>10s} {fmt(row['iops_ratio_stats_on'], 3):>10s}")
     print("(x floor1: against one empty completion program, the completion-only mode's floor)")
+    print("\nper program, BPF ns/IO (medians):")
+    for row in r["block"]["rows"]:
+        if row.get("progs"):
+            print(f"  {row['tool']:40s} " + ", ".join(f"{k} {fmt(v)}" for k, v in
+                                                      sorted(row["progs"].items())))
+
+
+def report(r):
+    report_block(r)
     c = r["cpu"]
     print(f"\nwhole-machine CPU (/proc/stat), same fio, {c['ios_per_run']} IOs per run, bpf_stats off; "
           f"medians")
