@@ -147,6 +147,18 @@ static __always_inline u64 iop_fetch_add(u64 *p, u64 add)
 }
 #endif
 
+/*
+ * Stores v after every store before it, for a reader on another CPU (a record's fields, then
+ * the word that publishes it). x86 keeps stores in order (the programs are built for x86:
+ * meson.build), so a compiler barrier and a plain store do what a locked exchange did, for
+ * less. No caller needs the old value.
+ */
+static __always_inline void iop_publish(u64 *p, u64 v)
+{
+	asm volatile("" ::: "memory");
+	*(volatile u64 *)p = v;
+}
+
 struct bio___pre512 {
 	struct gendisk *bi_disk;
 } __attribute__((preserve_access_index));

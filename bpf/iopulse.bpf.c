@@ -65,9 +65,14 @@ struct {
 	__uint(max_entries, IOP_MAX_DEVICES_DEFAULT);
 } free_slots SEC(".maps");
 
-/* In-flight records (iopulse.h): sets of IOP_WAYS, count set by the loader (power of two). */
+/*
+ * In-flight records (iopulse.h): sets of IOP_WAYS, count set by the loader (power of two).
+ * Mappable maps are page-aligned, so each set is whole cache lines (an array's values start
+ * 312 bytes into its header on 6.18: a set there spans one line more).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, u32);
 	__type(value, struct iop_bio_set);
 	__uint(max_entries, IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS);
@@ -353,8 +358,8 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf)
 			r = &set->w[i];
 			break;
 		}
-		if (set->w[i].q_ns < oldest) {
-			oldest = set->w[i].q_ns;
+		if ((set->w[i].q_flags & IOP_BIO_NS_MASK) < oldest) {
+			oldest = set->w[i].q_flags & IOP_BIO_NS_MASK;
 			victim = i;
 		}
 	}
@@ -363,8 +368,7 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf)
 		r = &set->w[victim & (IOP_WAYS - 1)];
 		r->key = bio;
 	}
-	r->q_ns = now;
-	r->opf = opf;
+	r->q_flags = iop_bio_pack(now, opf, iop_req_preflush(), iop_req_fua());
 flags:
 	/* flushes sent to disks from inside a sync call (a stacked device's own bio is not) */
 	if (sync_on && (opf & iop_req_preflush())) {
@@ -389,8 +393,8 @@ static __always_inline u64 take_bio(u64 bio, u32 *opf)
 #pragma unroll
 	for (i = 0; i < IOP_WAYS; i++) {
 		if (set->w[i].key == bio) {
-			q = set->w[i].q_ns;
-			*opf = set->w[i].opf;
+			q = iop_bio_unpack(set->w[i].q_flags, opf, iop_req_preflush(),
+					   iop_req_fua());
 			set->w[i].key = 0;
 			break;
 		}
@@ -520,7 +524,7 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 		r->kdev = v->kdev;
 		r->fp = fp;
 		r->slot = (u16)(slot + 1);
-		iop_xchg(&r->d_ns, now);   /* publishes the record to the sweep */
+		iop_publish(&r->d_ns, now);   /* publishes the record to the sweep */
 	}
 	if (slot < 0 || !r)
 		return 0;

@@ -74,12 +74,15 @@ enum iop_sync_kind {
  */
 #define IOP_WAYS 4
 
-/* A submitted bio, keyed by its address (block_bio_queue -> block_rq_issue). */
+/*
+ * A submitted bio, keyed by its address (block_bio_queue -> block_rq_issue). 16 bytes, so a set
+ * of IOP_WAYS is one 64-byte cache line in the page-aligned map: q_flags holds the submission
+ * time in its low 62 bits and REQ_PREFLUSH/REQ_FUA as the submitter asked in its top two
+ * (rq_logic.h iop_bio_pack).
+ */
 struct iop_bio_rec {
 	unsigned long long key;
-	unsigned long long q_ns;
-	unsigned int opf;             /* bio->bi_opf: REQ_PREFLUSH/REQ_FUA as the submitter asked */
-	unsigned int pad;
+	unsigned long long q_flags;
 };
 
 /* A dispatched request, keyed by its address (block_rq_issue -> block_rq_complete). */

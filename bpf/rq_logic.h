@@ -60,6 +60,30 @@ static inline unsigned long long iop_rq_fingerprint(unsigned long long start_ns,
 }
 
 /*
+ * A bio record's second word: the submission time (ns since boot: 62 bits last 146 years) and
+ * the two flags of the submitter's bio that matter later, REQ_PREFLUSH and REQ_FUA (their bits
+ * move between kernels, so the caller passes its own).
+ */
+#define IOP_BIO_PREFLUSH (1ull << 63)
+#define IOP_BIO_FUA (1ull << 62)
+#define IOP_BIO_NS_MASK (IOP_BIO_FUA - 1)
+
+static inline unsigned long long iop_bio_pack(unsigned long long now, unsigned int opf,
+					      unsigned int preflush, unsigned int fua)
+{
+	return (now & IOP_BIO_NS_MASK) | ((opf & preflush) ? IOP_BIO_PREFLUSH : 0) |
+	       ((opf & fua) ? IOP_BIO_FUA : 0);
+}
+
+/* The submission time of a packed word (0: none) and, in *opf, the flags as the kernel's bits. */
+static inline unsigned long long iop_bio_unpack(unsigned long long w, unsigned int *opf,
+						unsigned int preflush, unsigned int fua)
+{
+	*opf = ((w & IOP_BIO_PREFLUSH) ? preflush : 0) | ((w & IOP_BIO_FUA) ? fua : 0);
+	return w & IOP_BIO_NS_MASK;
+}
+
+/*
  * Set of an in-flight record: a hash of the low 32 bits of the kernel pointer that keys it
  * (a 32-bit copy of a pointer is a number); mask is the number of sets - 1 (a power of two).
  */

@@ -10,6 +10,8 @@
  *            io_start_time_ns, total, size, counts)
  *   bio:     the same plus a bio program that stamps each bio in a direct-mapped table (no CAS)
  *   sync:    fdatasync entry (clock, file's device) and exit (latency into a per-thread entry)
+ *   complete: the completion-only mode's figures from one completion program: the request's
+ *            stamps (queue, service, total), size, counts, and seek in completion order
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -148,6 +150,34 @@ int bound_rq_complete(u64 *ctx)
 	hadd(d, IOP_H_SERVICE + grp, now - disp);
 	hadd(d, IOP_H_TOTAL + grp, now - q);
 	hadd(d, IOP_H_SIZE + grp, bytes);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int bound_compl(u64 *ctx)
+{
+	struct request *rq = (struct request *)ctx[0];
+	struct bound_data *d = dev();
+	u64 now = bpf_ktime_get_ns(), q = rq->start_time_ns, disp = rq->io_start_time_ns;
+	unsigned int grp = rq->cmd_flags & 1, bytes = rq->__data_len;
+	u64 start = rq->__sector, end = start + (bytes >> 9), prev;
+
+	if (!d)
+		return 0;
+	__sync_fetch_and_add(&d->cnt[IOP_C_IOS + grp], 1);
+	__sync_fetch_and_add(&d->cnt[IOP_C_BYTES + grp], bytes);
+	hadd(d, IOP_H_QUEUE + grp, disp - q);
+	hadd(d, IOP_H_SERVICE + grp, now - disp);
+	hadd(d, IOP_H_TOTAL + grp, now - q);
+	hadd(d, IOP_H_SIZE + grp, bytes);
+	prev = __sync_lock_test_and_set(&d->cnt[IOP_C_PREV_END], end);
+	if (start == prev) {
+		__sync_fetch_and_add(&d->cnt[IOP_C_SEQ], 1);
+		hadd(d, IOP_H_SEEK, 0);
+	} else {
+		__sync_fetch_and_add(&d->cnt[start > prev ? IOP_C_FWD : IOP_C_BWD], 1);
+		hadd(d, IOP_H_SEEK, start > prev ? start - prev : prev - start);
+	}
 	return 0;
 }
 

@@ -3,7 +3,8 @@
  *   block | sync                      floor.bpf.c's empty programs (the cost of attaching)
  *   complete                          the empty completion program alone (the completion-only
  *                                     mode's floor)
- *   bound-request | bound-bio | bound-sync   bound.bpf.c's least-work programs (a cost bound)
+ *   bound-request | bound-bio | bound-sync | bound-complete
+ *                                     bound.bpf.c's least-work programs (a cost bound)
  */
 #include <errno.h>
 #include <signal.h>
@@ -58,14 +59,16 @@ static int run_floor(const char *mode)
 static int run_bound(const char *mode)
 {
 	int sync = !strcmp(mode, "bound-sync"), bio = !strcmp(mode, "bound-bio");
+	int compl = !strcmp(mode, "bound-complete");
 	struct bound_bpf *skel = bound_bpf__open();
 
 	if (!skel)
 		return -errno;
 	skel->rodata->from_bio = bio;
 	bpf_program__set_autoload(skel->progs.bound_bio_queue, bio);
-	bpf_program__set_autoload(skel->progs.bound_rq_issue, !sync);
-	bpf_program__set_autoload(skel->progs.bound_rq_complete, !sync);
+	bpf_program__set_autoload(skel->progs.bound_rq_issue, !sync && !compl);
+	bpf_program__set_autoload(skel->progs.bound_rq_complete, !sync && !compl);
+	bpf_program__set_autoload(skel->progs.bound_compl, compl);
 	bpf_program__set_autoload(skel->progs.bound_enter_fdatasync, sync);
 	bpf_program__set_autoload(skel->progs.bound_exit_fdatasync, sync);
 	if (bound_bpf__load(skel) || bound_bpf__attach(skel)) {
@@ -83,12 +86,14 @@ int main(int argc, char **argv)
 	int err;
 
 	if (!strncmp(mode, "bound-", 6) && (!strcmp(mode, "bound-request") ||
-					    !strcmp(mode, "bound-bio") || !strcmp(mode, "bound-sync")))
+					    !strcmp(mode, "bound-bio") || !strcmp(mode, "bound-sync") ||
+					    !strcmp(mode, "bound-complete")))
 		err = run_bound(mode);
 	else if (!strcmp(mode, "block") || !strcmp(mode, "sync") || !strcmp(mode, "complete"))
 		err = run_floor(mode);
 	else {
-		fprintf(stderr, "usage: %s block|sync|complete|bound-request|bound-bio|bound-sync\n",
+		fprintf(stderr, "usage: %s block|sync|complete|bound-request|bound-bio|bound-sync|"
+			"bound-complete\n",
 			argv[0]);
 		return 2;
 	}

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -376,7 +377,14 @@ def main(argv=None):
     ap.add_argument("--tools", metavar="REGEX",
                     help="per-IO table: only the tools whose name matches (plus none, the floors "
                          "and biolatency -Q -D, the baselines), e.g. --tools 'iopulsed|bound'")
+    ap.add_argument("--extra", action="append", default=[], metavar="NAME=COMMAND",
+                    help="per-IO table: one more row, a command started like the others "
+                         "(an A/B build: --extra 'no-fp=/tmp/b/iopulsed --devices {dev}'); "
+                         "{dev} is the loop device's name")
     a = ap.parse_args(argv)
+    for e in a.extra:
+        if "=" not in e:
+            ap.error(f"--extra {e!r}: want NAME=COMMAND")
     if a.quick:
         a.repeats, a.runtime = 1, 3
     if os.geteuid() != 0:
@@ -427,14 +435,24 @@ def run(a):
                                              "completion"], ready=4),
         Tool("bound: request mode, least work", [FLOOR, "bound-request"], ready=2),
         Tool("bound: default mode, least work", [FLOOR, "bound-bio"], ready=3),
+        Tool("bound: completion-only mode, least work", [FLOOR, "bound-complete"], ready=1),
         Tool("biolatency -Q -D", ["/usr/sbin/biolatency", "-Q", "-D", "60"], ready=3),
         Tool("biopattern", ["/usr/sbin/biopattern", "60"], ready=1),
         Tool("bpftrace biolatency (tp)", ["bpftrace", "-e", BPFTRACE_BIOLAT], ready=2, delay=2),
     ]
+    extras = []
+    for e in a.extra:
+        name, cmd = e.split("=", 1)
+        extras.append(Tool(name, shlex.split(cmd.replace("{dev}", base)), ready=2))
+    block_tools += extras
     if a.tools:
         keep = re.compile(a.tools)
-        block_tools = [t for t in block_tools if keep.search(t.name) or t.name == "none"
+        block_tools = [t for t in block_tools if keep.search(t.name) or t in extras or t.name == "none"
                        or t.name.startswith("floor") or t.name == "biolatency -Q -D"]
+    missing = sorted({t.argv[0] for t in block_tools if t.argv and not shutil.which(t.argv[0])})
+    if missing:
+        sys.exit(f"overhead.py: {', '.join(missing)} not found (./scripts/bench.sh installs "
+                 f"libbpf-tools and bpftrace first)")
     print(f"block workload: fio randwrite 4k libaio iodepth 32, {a.runtime}s x {a.repeats}, {dev} on /dev/shm",
           file=sys.stderr)
     set_bpf_stats(True)
@@ -566,11 +584,32 @@ def report_block(r):
               f"{fmt(row.get('vs_completion_floor'), 2):>8s} "
               f"{fmt(row['iops_ratio_stats_off'], 3):>10s} {fmt(row['iops_ratio_stats_on'], 3):>10s}")
     print("(x floor1: against one empty completion program, the completion-only mode's floor)")
+    by = {row["tool"]: row["ns_per_io"] for row in r["block"]["rows"]}
+    checks = [
+        ("default mode / its bound", "iopulsed (all block metrics)",
+         "bound: default mode, least work", 1.15),
+        ("request mode / its bound", "iopulsed --queue-from request --no-sync",
+         "bound: request mode, least work", 1.15),
+        ("completion-only mode / its bound", "iopulsed --mode completion --no-sync",
+         "bound: completion-only mode, least work", None),
+        ("completion-only mode / biolatency -Q -D", "iopulsed --mode completion --no-sync",
+         "biolatency -Q -D", 0.25),
+        ("completion-only mode / one empty completion program",
+         "iopulsed --mode completion --no-sync", "floor: one empty completion program", 1.2),
+        ("completion-only bound / one empty completion program",
+         "bound: completion-only mode, least work", "floor: one empty completion program", None),
+    ]
+    print("\nratios (same run):")
+    for label, num, den, target in checks:
+        if by.get(num) and by.get(den):
+            x = by[num] / by[den]
+            goal = f"target <= {target:.2f}: {'met' if x <= target else 'not met'}" if target else ""
+            print(f"  {label:55s} {x:5.2f}  {goal}")
     print("\nper program, BPF ns/IO (medians):")
     for row in r["block"]["rows"]:
         if row.get("progs"):
             print(f"  {row['tool']:40s} " + ", ".join(f"{k} {fmt(v)}" for k, v in
-                                                      sorted(row["progs"].items())))
+                                                      sorted(row["progs"].items()) if v))
 
 
 def report(r):

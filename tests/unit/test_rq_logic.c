@@ -89,6 +89,34 @@ START_TEST(test_new_io_in_a_recycled_request_is_a_lost_completion)
 }
 END_TEST
 
+START_TEST(test_bio_record_keeps_time_and_the_two_flags)
+{
+	/* 6.18's bits (REQ_PREFLUSH 1 << 18, REQ_FUA 1 << 17) and 4.x's (1 << 13, 1 << 12) */
+	const unsigned int bits[][2] = {{1u << 18, 1u << 17}, {1u << 13, 1u << 12}};
+	unsigned long long now = 3ull * 24 * 3600 * 1000000000ull + 7, w;
+	unsigned int i, opf;
+
+	for (i = 0; i < 2; i++) {
+		unsigned int pf = bits[i][0], fua = bits[i][1];
+
+		w = iop_bio_pack(now, 1u | pf | fua | (1u << 11), pf, fua);
+		ck_assert_uint_eq(iop_bio_unpack(w, &opf, pf, fua), now);
+		ck_assert_uint_eq(opf, pf | fua);      /* the op and other flags are not kept */
+		w = iop_bio_pack(now, fua, pf, fua);
+		ck_assert_uint_eq(iop_bio_unpack(w, &opf, pf, fua), now);
+		ck_assert_uint_eq(opf, fua);
+		w = iop_bio_pack(now, 1u, pf, fua);
+		ck_assert_uint_eq(iop_bio_unpack(w, &opf, pf, fua), now);
+		ck_assert_uint_eq(opf, 0);
+	}
+	/* a time past 2^62 ns (146 years up) would lose its top bits, never a flag's */
+	w = iop_bio_pack(~0ull, 0, 1u << 18, 1u << 17);
+	ck_assert_uint_eq(iop_bio_unpack(w, &opf, 1u << 18, 1u << 17), IOP_BIO_NS_MASK);
+	ck_assert_uint_eq(opf, 0);
+	ck_assert_uint_eq(sizeof(struct iop_bio_rec) * IOP_WAYS, 64);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rq_logic");
@@ -100,6 +128,7 @@ int main(void)
 	tcase_add_test(tc, test_stat_bytes_are_whole_sectors);
 	tcase_add_test(tc, test_busy_redispatch_is_the_same_io);
 	tcase_add_test(tc, test_new_io_in_a_recycled_request_is_a_lost_completion);
+	tcase_add_test(tc, test_bio_record_keeps_time_and_the_two_flags);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
