@@ -86,6 +86,20 @@ static __always_inline void hadd(struct bound_data *d, unsigned int h, u64 v)
 		__sync_fetch_and_add(&d->hist[h][i], 1);
 }
 
+/* Seek of a request from the end of the one before it on the device, and its class. */
+static __always_inline void seek_add(struct bound_data *d, u64 start, u64 end)
+{
+	u64 prev = __sync_lock_test_and_set(&d->cnt[IOP_C_PREV_END], end);
+
+	if (start == prev) {
+		__sync_fetch_and_add(&d->cnt[IOP_C_SEQ], 1);
+		hadd(d, IOP_H_SEEK, 0);
+	} else {
+		__sync_fetch_and_add(&d->cnt[start > prev ? IOP_C_FWD : IOP_C_BWD], 1);
+		hadd(d, IOP_H_SEEK, start > prev ? start - prev : prev - start);
+	}
+}
+
 static __always_inline u32 bio_idx(u64 bio)
 {
 	return ((u32)bio >> 4) * 2654435761U >> 20 & (BIO_TABLE - 1);
@@ -110,18 +124,11 @@ int bound_rq_issue(u64 *ctx)
 {
 	struct request *rq = (struct request *)ctx[0];
 	struct bound_data *d = dev();
-	u64 start = rq->__sector, end = start + (rq->__data_len >> 9), prev;
+	u64 start = rq->__sector, end = start + (rq->__data_len >> 9);
 
 	if (!d)
 		return 0;
-	prev = __sync_lock_test_and_set(&d->cnt[IOP_C_PREV_END], end);
-	if (start == prev) {
-		__sync_fetch_and_add(&d->cnt[IOP_C_SEQ], 1);
-		hadd(d, IOP_H_SEEK, 0);
-	} else {
-		__sync_fetch_and_add(&d->cnt[start > prev ? IOP_C_FWD : IOP_C_BWD], 1);
-		hadd(d, IOP_H_SEEK, start > prev ? start - prev : prev - start);
-	}
+	seek_add(d, start, end);
 	return 0;
 }
 
@@ -160,7 +167,7 @@ int bound_compl(u64 *ctx)
 	struct bound_data *d = dev();
 	u64 now = bpf_ktime_get_ns(), q = rq->start_time_ns, disp = rq->io_start_time_ns;
 	unsigned int grp = rq->cmd_flags & 1, bytes = rq->__data_len;
-	u64 start = rq->__sector, end = start + (bytes >> 9), prev;
+	u64 start = rq->__sector, end = start + (bytes >> 9);
 
 	if (!d)
 		return 0;
@@ -170,14 +177,7 @@ int bound_compl(u64 *ctx)
 	hadd(d, IOP_H_SERVICE + grp, now - disp);
 	hadd(d, IOP_H_TOTAL + grp, now - q);
 	hadd(d, IOP_H_SIZE + grp, bytes);
-	prev = __sync_lock_test_and_set(&d->cnt[IOP_C_PREV_END], end);
-	if (start == prev) {
-		__sync_fetch_and_add(&d->cnt[IOP_C_SEQ], 1);
-		hadd(d, IOP_H_SEEK, 0);
-	} else {
-		__sync_fetch_and_add(&d->cnt[start > prev ? IOP_C_FWD : IOP_C_BWD], 1);
-		hadd(d, IOP_H_SEEK, start > prev ? start - prev : prev - start);
-	}
+	seek_add(d, start, end);
 	return 0;
 }
 
