@@ -86,6 +86,18 @@ static __always_inline void hadd(struct bound_data *d, unsigned int h, u64 v)
 		__sync_fetch_and_add(&d->hist[h][i], 1);
 }
 
+/* A completed request's counts, and its queue, service, total and size histograms. */
+static __always_inline void done_add(struct bound_data *d, unsigned int grp, unsigned int bytes,
+				     u64 q, u64 disp, u64 now)
+{
+	__sync_fetch_and_add(&d->cnt[IOP_C_IOS + grp], 1);
+	__sync_fetch_and_add(&d->cnt[IOP_C_BYTES + grp], bytes);
+	hadd(d, IOP_H_QUEUE + grp, disp - q);
+	hadd(d, IOP_H_SERVICE + grp, now - disp);
+	hadd(d, IOP_H_TOTAL + grp, now - q);
+	hadd(d, IOP_H_SIZE + grp, bytes);
+}
+
 /* Seek of a request from the end of the one before it on the device, and its class. */
 static __always_inline void seek_add(struct bound_data *d, u64 start, u64 end)
 {
@@ -151,12 +163,7 @@ int bound_rq_complete(u64 *ctx)
 		if (s && s->bio == bio)
 			q = s->ns;
 	}
-	__sync_fetch_and_add(&d->cnt[IOP_C_IOS + grp], 1);
-	__sync_fetch_and_add(&d->cnt[IOP_C_BYTES + grp], bytes);
-	hadd(d, IOP_H_QUEUE + grp, disp - q);
-	hadd(d, IOP_H_SERVICE + grp, now - disp);
-	hadd(d, IOP_H_TOTAL + grp, now - q);
-	hadd(d, IOP_H_SIZE + grp, bytes);
+	done_add(d, grp, bytes, q, disp, now);
 	return 0;
 }
 
@@ -171,12 +178,7 @@ int bound_compl(u64 *ctx)
 
 	if (!d)
 		return 0;
-	__sync_fetch_and_add(&d->cnt[IOP_C_IOS + grp], 1);
-	__sync_fetch_and_add(&d->cnt[IOP_C_BYTES + grp], bytes);
-	hadd(d, IOP_H_QUEUE + grp, disp - q);
-	hadd(d, IOP_H_SERVICE + grp, now - disp);
-	hadd(d, IOP_H_TOTAL + grp, now - q);
-	hadd(d, IOP_H_SIZE + grp, bytes);
+	done_add(d, grp, bytes, q, disp, now);
 	seek_add(d, start, end);
 	return 0;
 }
