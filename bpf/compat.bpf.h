@@ -13,7 +13,9 @@
  *    (a54895fa057c "block: remove the request_queue to argument request based tracepoints").
  *    Loader sets rq_issue_arg to the index of the struct request * argument. block_bio_queue
  *    lost its request_queue argument in the same release (e8a676d61c07 "block: simplify and
- *    extend the block_bio_merge tracepoint class"): bio_queue_arg.
+ *    extend the block_bio_merge tracepoint class"): bio_queue_arg. block_split lost its own in
+ *    5.11 too ("block: remove the request_queue argument to the block_split tracepoint"):
+ *    split_arg.
  * 2. struct request.rq_disk was removed in 5.17 (f3fa33acca9f "block: remove the ->rq_disk
  *    field in struct request"); the disk is rq->q->disk since 5.15 (d152c682f03c "block: add
  *    an explicit ->disk backpointer to the request_queue").

@@ -20,6 +20,7 @@ const volatile unsigned int sync_u64s = sizeof(struct iop_sync_val) / 8 +
 const volatile bool rollup_partitions = true;
 const volatile unsigned int rq_issue_arg = 0;  /* index of struct request * (see compat.bpf.h) */
 const volatile unsigned int bio_queue_arg = 0; /* index of struct bio * (see compat.bpf.h) */
+const volatile unsigned int split_arg = 0;     /* the same for block_split */
 const volatile unsigned int rec_set_mask = IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS - 1;
 /*
  * Queue wait from each bio's submission (block_bio_queue: exact, tag and plug waits included),
@@ -308,10 +309,29 @@ static __always_inline u64 rq_start_ns(const struct rq_view *v, u64 now)
 	return v->start_ns <= now ? v->start_ns : 0;
 }
 
+/*
+ * The low 32 bits of a kernel pointer as a number: a 32-bit move, written in asm so that the
+ * compiler cannot fold it into a shift of the pointer itself (the verifier refuses arithmetic
+ * on a trusted pointer).
+ */
+static __always_inline u32 ptr_lo(u64 ptr)
+{
+	u32 lo;
+
+	asm volatile("%0 = %1" : "=w"(lo) : "w"((u32)ptr));
+	return lo;
+}
+
+/* Key of bio's record, starting at sector (rq_logic.h). */
+static __always_inline u64 bio_key(u64 bio, u64 sector)
+{
+	return iop_bio_key(ptr_lo(bio), sector);
+}
+
 /* Set index from the low 32 bits of an address (a 32-bit copy of a pointer is a number). */
 static __always_inline u32 rec_set(u64 ptr)
 {
-	return iop_rec_set(ptr, rec_set_mask);
+	return iop_rec_set(ptr_lo(ptr), rec_set_mask);
 }
 
 /*
@@ -335,26 +355,26 @@ static __always_inline u64 tp_arg01(u64 *args, bool second)
 
 /* ---- block layer ---- */
 
-static __always_inline int on_bio_queue(u64 bio, u32 opf)
+/*
+ * Writes a bio record: key (iop_bio_key) in the set of bio's address, word its packed time and
+ * flags; a full set gives up its oldest record.
+ */
+static __always_inline void put_bio(u64 bio, u64 key, u64 word)
 {
 	struct iop_bio_set *set;
 	struct iop_bio_rec *r = 0;
-	struct sync_start *s;
-	u64 now, oldest = ~0ULL;
+	u64 oldest = ~0ULL;
 	u32 idx = rec_set(bio), victim = 0;
 	int i;
 
-	if (!bio_records)
-		goto flags;
-	now = bpf_ktime_get_ns();
 	set = bpf_map_lookup_elem(&bio_recs, &idx);
 	if (!set)
-		return 0;
+		return;
 #pragma unroll
 	for (i = 0; i < IOP_WAYS; i++) {
 		u64 k = set->w[i].key;
 
-		if ((k == 0 && iop_cmpxchg(&set->w[i].key, 0, bio) == 0) || k == bio) {
+		if ((k == 0 && iop_cmpxchg(&set->w[i].key, 0, key) == 0) || k == key) {
 			r = &set->w[i];
 			break;
 		}
@@ -366,10 +386,18 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf)
 	if (!r) {
 		global_inc(IOP_G_BIO_EVICT);
 		r = &set->w[victim & (IOP_WAYS - 1)];
-		r->key = bio;
+		r->key = key;
 	}
-	r->q_flags = iop_bio_pack(now, opf, iop_req_preflush(), iop_req_fua());
-flags:
+	r->q_flags = word;
+}
+
+static __always_inline int on_bio_queue(u64 bio, u32 opf, u64 sector)
+{
+	struct sync_start *s;
+
+	if (bio_records)
+		put_bio(bio, bio_key(bio, sector),
+			iop_bio_pack(bpf_ktime_get_ns(), opf, iop_req_preflush(), iop_req_fua()));
 	/* flushes sent to disks from inside a sync call (a stacked device's own bio is not) */
 	if (sync_on && (opf & iop_req_preflush())) {
 		s = bpf_task_storage_get(&sync_start, bpf_get_current_task_btf(), 0, 0);
@@ -379,12 +407,47 @@ flags:
 	return 0;
 }
 
-/* Takes the submission record of bio (0 q_ns if none). */
-static __always_inline u64 take_bio(u64 bio, u32 *opf)
+/*
+ * A bio split in two (block/blk-merge.c): split, the front part, is a new bio that never
+ * passes block_bio_queue, chained to parent (split->bi_private) before the tracepoint; parent
+ * goes on with the rest and now starts at parent_sector. The part was submitted when its
+ * parent was: it gets the parent's time and flags, and the parent's record moves to its new
+ * start. A parent with no record (not seen submitted, evicted, or a stacked driver's own split
+ * whose bi_private is no bio) gives the part none: its queue wait is then unknown, counted as
+ * such at dispatch, never taken from another bio.
+ */
+static __always_inline int on_bio_split(u64 split, u64 split_sector, u64 parent,
+					u64 parent_sector)
+{
+	struct iop_bio_set *set;
+	u32 idx = rec_set(parent);
+	u64 key = bio_key(parent, split_sector), w = 0;
+	int i;
+
+	if (!bio_records || !parent)
+		return 0;
+	set = bpf_map_lookup_elem(&bio_recs, &idx);
+	if (!set)
+		return 0;
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++) {
+		if (set->w[i].key == key) {
+			w = set->w[i].q_flags;
+			set->w[i].key = bio_key(parent, parent_sector);
+			break;
+		}
+	}
+	if (w)
+		put_bio(split, bio_key(split, split_sector), w);
+	return 0;
+}
+
+/* Takes the submission record of bio starting at sector (0 q_ns if none). */
+static __always_inline u64 take_bio(u64 bio, u64 sector, u32 *opf)
 {
 	struct iop_bio_set *set;
 	u32 idx = rec_set(bio);
-	u64 q = 0;
+	u64 q = 0, key = bio_key(bio, sector);
 	int i;
 
 	set = bpf_map_lookup_elem(&bio_recs, &idx);
@@ -392,7 +455,7 @@ static __always_inline u64 take_bio(u64 bio, u32 *opf)
 		return 0;
 #pragma unroll
 	for (i = 0; i < IOP_WAYS; i++) {
-		if (set->w[i].key == bio) {
+		if (set->w[i].key == key) {
 			q = iop_bio_unpack(set->w[i].q_flags, opf, iop_req_preflush(),
 					   iop_req_fua());
 			set->w[i].key = 0;
@@ -491,16 +554,14 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 	u32 opf = v->cmd_flags;
 	u64 *base, fp;
 	int grp, slot;
-	bool reissue;
+	bool reissue, bio_q;
 
 	grp = op_group(v);
 	if (grp < 0)
 		return 0;     /* passthrough the kernel does not count: not IO in diskstats */
-	if (bio_records && v->bio && !v->pt_accounted) {
-		q = take_bio(v->bio, &opf);
-		if (!q)
-			global_inc(IOP_G_NO_BIO_TS);
-	}
+	bio_q = bio_records && v->bio && !v->pt_accounted;
+	if (bio_q)
+		q = take_bio(v->bio, v->sector, &opf);
 	fp = iop_rq_fingerprint(v->start_ns, v->sector);
 	r = claim_rq(v->rq, &reissue);
 	if (r && reissue) {
@@ -509,8 +570,15 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 		else if (!q && r->q_ns)
 			q = r->q_ns;  /* the same IO again: keep its first submission time */
 	}
-	if (!q)
-		q = rq_start_ns(v, now);  /* no bio record: the request's set-up is the best we have */
+	/*
+	 * Queue wait from the bio's submission where it is kept; a data request whose bio has no
+	 * record has no proven submission time (counted, no queue wait or total for it); a
+	 * request with no bio (a flush) or the request mode uses the request's set-up.
+	 */
+	if (!q && bio_q)
+		global_inc(IOP_G_NO_BIO_TS);
+	else if (!q)
+		q = rq_start_ns(v, now);
 	slot = dev_slot(v->kdev);
 	if (r) {
 		r->q_ns = q;
@@ -624,7 +692,8 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 	cnt_add(base, IOP_C_IOS + grp, 1);
 	if (!r) {
 		/* never dispatched itself: a PREFLUSH with no data waits for the flush machinery */
-		q = bio_records ? (v->bio ? take_bio(v->bio, &opf) : 0) : rq_start_ns(v, now);
+		q = bio_records ? (v->bio ? take_bio(v->bio, v->sector, &opf) : 0) :
+				  rq_start_ns(v, now);
 		if (q && q <= now && (opf & iop_req_preflush()))
 			record_flags(base, opf, q, now);
 		else
@@ -788,7 +857,18 @@ int iop_bio_queue(u64 *ctx)
 {
 	struct bio *bio = (struct bio *)tp_arg01(ctx, bio_queue_arg);
 
-	return on_bio_queue((u64)bio, bio->bi_opf);
+	return on_bio_queue((u64)bio, bio->bi_opf, bio->bi_iter.bi_sector);
+}
+
+/* The parent is read through bpf_probe_read_kernel: bi_private is a plain pointer. */
+SEC("tp_btf/block_split")
+int iop_bio_split(u64 *ctx)
+{
+	struct bio *split = (struct bio *)tp_arg01(ctx, split_arg);
+	struct bio *parent = split->bi_private;
+
+	return on_bio_split((u64)split, split->bi_iter.bi_sector, (u64)parent,
+			    BPF_CORE_READ(parent, bi_iter.bi_sector));
 }
 
 SEC("tp_btf/block_rq_issue")
@@ -837,7 +917,18 @@ int iop_bio_queue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct bio *bio = (struct bio *)tp_arg01(ctx->args, bio_queue_arg);
 
-	return on_bio_queue((u64)bio, BPF_CORE_READ(bio, bi_opf));
+	return on_bio_queue((u64)bio, BPF_CORE_READ(bio, bi_opf),
+			    BPF_CORE_READ(bio, bi_iter.bi_sector));
+}
+
+SEC("raw_tp/block_split")
+int iop_bio_split_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct bio *split = (struct bio *)tp_arg01(ctx->args, split_arg);
+	struct bio *parent = BPF_CORE_READ(split, bi_private);
+
+	return on_bio_split((u64)split, BPF_CORE_READ(split, bi_iter.bi_sector), (u64)parent,
+			    BPF_CORE_READ(parent, bi_iter.bi_sector));
 }
 
 SEC("raw_tp/block_rq_issue")

@@ -84,6 +84,23 @@ static inline unsigned long long iop_bio_unpack(unsigned long long w, unsigned i
 }
 
 /*
+ * Key of a bio record: the low 32 bits of the bio's address (a 32-bit copy of a pointer is a
+ * number to the verifier) above 32 bits of a hash of the sector the bio starts at. A bio
+ * structure is reused as soon as its IO ends, and some bios never take their record (one
+ * merged behind another, a stacked device's own): a record left behind must never pass for a
+ * later bio at the same address, which starts elsewhere. A split moves its parent's start,
+ * and the split's record carries the parent's time (iopulse.bpf.c on_bio_split). Never 0
+ * (a free record).
+ */
+static inline unsigned long long iop_bio_key(unsigned int bio_lo, unsigned long long sector)
+{
+	unsigned long long k = ((unsigned long long)bio_lo << 32) |
+			       ((sector * 0x9E3779B97F4A7C15ull) >> 32);
+
+	return k ? k : 1;
+}
+
+/*
  * Set of an in-flight record: a hash of the low 32 bits of the kernel pointer that keys it
  * (a 32-bit copy of a pointer is a number); mask is the number of sets - 1 (a power of two).
  */

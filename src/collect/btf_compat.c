@@ -180,6 +180,9 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 	/* block_bio_queue(struct request_queue *q, struct bio *bio) before 5.11 (e8a676d61c07) */
 	n = tp_args(btf, "btf_trace_block_bio_queue");
 	c->bio_queue_arg = n >= 2 ? 1 : 0;
+	/* block_split(struct request_queue *q, struct bio *bio, unsigned int new_sector) before 5.11 */
+	n = tp_args(btf, "btf_trace_block_split");
+	c->split_arg = n >= 3 ? 1 : 0;
 	c->have_task_storage = enum_has(btf, "bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE") &&
 			       enum_has(btf, "bpf_func_id", "BPF_FUNC_get_current_task_btf");
 	c->have_rdonly_cast = btf__find_by_name_kind(btf, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;

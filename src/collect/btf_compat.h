@@ -11,6 +11,7 @@ struct btf_compat {
 	bool have_block_tps;      /* btf_trace_block_rq_issue etc. exist (tp_btf possible) */
 	unsigned int rq_issue_arg; /* index of struct request * in block_rq_issue's arguments */
 	unsigned int bio_queue_arg; /* index of struct bio * in block_bio_queue's arguments */
+	unsigned int split_arg;   /* index of struct bio * in block_split's arguments */
 	/* sync tracking: task-local storage and bpf_get_current_task_btf (5.11) */
 	bool have_task_storage;
 	bool have_rdonly_cast;    /* kfunc bpf_rdonly_cast (6.2); else the _read sync programs */

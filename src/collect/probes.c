@@ -127,6 +127,7 @@ static int ensure_tracefs(char *err, size_t errlen)
 struct prog_choice {
 	bool raw_tp;     /* raw_tp block programs instead of tp_btf */
 	bool bio;        /* the bio program */
+	bool bio_records; /* bio records for queue wait: the split program too */
 	bool full;       /* dispatch and completion with records; else the completion-only one */
 	bool sync;       /* sync tracking */
 	bool cast;       /* the sync entries built on bpf_rdonly_cast */
@@ -134,7 +135,8 @@ struct prog_choice {
 
 /*
  * The bio program times bios for queue wait and counts flush bios inside sync calls: it is
- * left out when neither is wanted. The completion-only mode loads its one completion program
+ * left out when neither is wanted; the split program passes a bio's time on to its parts
+ * wherever bios are timed. The completion-only mode loads its one completion program
  * instead of the dispatch and completion programs; the requeue program, which runs only when
  * a driver requeues, counts requeues in either mode.
  */
@@ -142,13 +144,13 @@ static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 {
 	struct bpf_program *btf_progs[] = {
 		s->progs.iop_bio_queue, s->progs.iop_rq_issue, s->progs.iop_rq_complete,
-		s->progs.iop_rq_requeue, s->progs.iop_compl,
+		s->progs.iop_rq_requeue, s->progs.iop_compl, s->progs.iop_bio_split,
 	};
 	struct bpf_program *raw_progs[] = {
 		s->progs.iop_bio_queue_raw, s->progs.iop_rq_issue_raw, s->progs.iop_rq_complete_raw,
-		s->progs.iop_rq_requeue_raw, s->progs.iop_compl_raw,
+		s->progs.iop_rq_requeue_raw, s->progs.iop_compl_raw, s->progs.iop_bio_split_raw,
 	};
-	bool wanted[] = { c->bio, c->full, c->full, true, !c->full };
+	bool wanted[] = { c->bio, c->full, c->full, true, !c->full, c->bio_records };
 	struct bpf_program *enter_cast[] = {
 		s->progs.iop_enter_fsync, s->progs.iop_enter_fdatasync,
 		s->progs.iop_enter_sync_file_range,
@@ -186,6 +188,7 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	struct prog_choice pc = {
 		.raw_tp = p->raw_tp, .full = !p->completion_only, .sync = p->sync_on,
 		.bio = (o->queue_from_bio && !p->completion_only) || p->sync_on,
+		.bio_records = o->queue_from_bio && !p->completion_only,
 		.cast = p->compat.have_rdonly_cast,
 	};
 	uint32_t sets = 1;
@@ -203,6 +206,7 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	s->rodata->rollup_partitions = o->rollup_partitions;
 	s->rodata->rq_issue_arg = p->compat.rq_issue_arg;
 	s->rodata->bio_queue_arg = p->compat.bio_queue_arg;
+	s->rodata->split_arg = p->compat.split_arg;
 	s->rodata->rqf_flush_seq_mask = p->compat.rqf_flush_seq;
 	s->rodata->rqf_io_stat_mask = p->compat.rqf_io_stat;
 	p->sync_value_size = sync_u64s * 8;

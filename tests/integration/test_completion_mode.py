@@ -106,7 +106,7 @@ def test_counts_equal_diskstats_and_latency_is_the_kernels(loopdev, daemon):
           f"histogram.mode {info.config.get('histogram.mode')!r}")
     # one program at completion (the requeue program runs only when a driver requeues)
     assert "iop_compl" in progs, progs
-    assert not progs & {"iop_rq_issue", "iop_rq_complete", "iop_bio_queue"}, progs
+    assert not progs & {"iop_rq_issue", "iop_rq_complete", "iop_bio_queue", "iop_bio_split"}, progs
     assert info.histogram.mode == "completion"
     assert info.config["histogram.mode"] == "completion"
     assert {iv["histogram"]["mode"] for iv in ivs} == {"completion"}

@@ -227,7 +227,7 @@ def test_queue_wait_from_request_setup(loopdev, daemon):
                "--no-sync")
     names = _loaded_prog_names(d.pid)
     assert "iop_rq_issue" in names and "iop_rq_complete" in names, names
-    assert not any(n.startswith("iop_bio_queue") for n in names), \
+    assert not any(n.startswith(("iop_bio_queue", "iop_bio_split")) for n in names), \
         f"bio probe loaded with --queue-from request --no-sync: {names}"
     before = wait_idle(lo.name)
     res = run_fio(name="iop-qwait-req", filename=lo.path, rw="randread", bs="4k",

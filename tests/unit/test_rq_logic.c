@@ -117,6 +117,28 @@ START_TEST(test_bio_record_keeps_time_and_the_two_flags)
 }
 END_TEST
 
+/*
+ * A record left behind by a bio that never took it (merged behind another) must not pass for
+ * a later bio at the same address: the later one starts elsewhere. A split part's record and
+ * its parent's new one differ as their starts do.
+ */
+START_TEST(test_bio_key_tells_starts_apart)
+{
+	unsigned int bio = 0x8e41c300u, other = bio + 0x100u;
+	unsigned long long s;
+
+	ck_assert_uint_eq(iop_bio_key(bio, 2048), iop_bio_key(bio, 2048));
+	for (s = 0; s < 4096; s += 8) {
+		ck_assert_uint_ne(iop_bio_key(bio, s), iop_bio_key(bio, s + 8));
+		ck_assert_uint_ne(iop_bio_key(bio, s), iop_bio_key(other, s));
+		ck_assert_uint_ne(iop_bio_key(bio, s), 0);
+	}
+	/* the key holds the address's low 32 bits as they are: a different bio never shares it */
+	ck_assert_uint_eq(iop_bio_key(bio, 1234) >> 32, bio);
+	ck_assert_uint_ne(iop_bio_key(0, 0), 0);   /* 0 is a free record */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rq_logic");
@@ -129,6 +151,7 @@ int main(void)
 	tcase_add_test(tc, test_busy_redispatch_is_the_same_io);
 	tcase_add_test(tc, test_new_io_in_a_recycled_request_is_a_lost_completion);
 	tcase_add_test(tc, test_bio_record_keeps_time_and_the_two_flags);
+	tcase_add_test(tc, test_bio_key_tells_starts_apart);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
