@@ -33,8 +33,10 @@ report (json+ added to the formats you chose and taken out again on its way to y
 or --output file; with json or json+ chosen, that one is copied), and each target's device
 settings at the start are kept for any command. Commands run under the recording see
 $IOPULSE_SESSION, $IOPULSE_RECORD (the hook socket: `iopulse mark` run by the command marks
-on every target through it) and $IOPULSE_TARGET. Ctrl-C is passed on to the command; iopulse record exits with
-the command's exit status. Then: iopulse report RUN."""
+on every target through it) and $IOPULSE_TARGET. Ctrl-C and SIGTERM are passed on to the
+command; iopulse record waits for it and exits with its exit status. One that comes before the
+command started ends the recording without starting it (exit status 130 for Ctrl-C, 143 for
+SIGTERM; the run's end says so). Then: iopulse report RUN."""
 CONNECTS = False
 
 DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
@@ -84,42 +86,106 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                    help="the command to run and record")
 
 
-class _Child:
-    """The recorded command: started in our process group (a terminal's Ctrl-C reaches it
-    directly); a SIGINT or SIGTERM sent to iopulse record alone is passed on."""
+class _Stopped(BaseException):
+    """A signal before the run file was opened: the recording stops with nothing written."""
 
-    def __init__(self, argv: list[str], env: dict[str, str],
-                 stdout: Optional[int] = None) -> None:
-        self.proc = subprocess.Popen(argv, env=env, stdout=stdout)
-        self.interrupted = False
+    def __init__(self, sig: int) -> None:
+        super().__init__(sig)
+        self.sig = sig
+
+
+def _from_terminal() -> bool:
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, AttributeError, ValueError):     # no stdin, or not a terminal
+        return False
+
+
+class _Signals:
+    """The signals that stop iopulse record (SIGINT, SIGTERM, SIGHUP), caught from its first
+    step to its last.
+
+    Until the run file is about to be opened, the first one raises _Stopped: nothing is
+    written yet. From then on they are kept, never raised, so that no write is cut short:
+    start() does not start the command once one came, and while the command runs each one is
+    passed on to it, but for a terminal's Ctrl-C: the terminal sent that to our process group,
+    where the command runs too. Signals ignored when record started (nohup) stay ignored."""
+
+    CAUGHT = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.child: Optional[subprocess.Popen[bytes]] = None
+        self._raise = True
+        self._unsent: list[int] = []    # came while no command ran: passed on once it runs
         self._old: dict[int, Any] = {}
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            self._old[sig] = signal.signal(sig, self._forward)
 
-    def _from_terminal(self) -> bool:
-        try:
-            return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
-        except OSError:
-            return False
+    def install(self) -> None:
+        for sig in self.CAUGHT:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                self._old[sig] = signal.signal(sig, self._handle)
 
-    def _forward(self, sig: int, _frame: Any) -> None:
-        self.interrupted = True
-        if sig == signal.SIGINT and self._from_terminal():
-            return              # the terminal sent it to the command as well
-        try:
-            self.proc.send_signal(sig)
-        except OSError:
-            pass
+    def _handle(self, sig: int, _frame: Any) -> None:
+        self.received.append(sig)
+        if self._raise:
+            self._raise = False
+            raise _Stopped(sig)
+        child = self.child
+        if child is None:
+            self._unsent.append(sig)
+        elif not (sig == signal.SIGINT and _from_terminal()):
+            _send(child, sig)
+
+    def keep(self) -> None:
+        """From now on signals are kept, not raised: the run file is being opened."""
+        self._raise = False
+
+    def start(self, argv: list[str], env: dict[str, str],
+              stdout: Optional[int]) -> Optional[subprocess.Popen[bytes]]:
+        """Start the command, or return None if a signal came before it."""
+        if self.received:
+            return None
+        proc = subprocess.Popen(argv, env=env, stdout=stdout)
+        self.child = proc
+        # A signal that came while Popen ran found no command to pass it to; the command
+        # missed it (a terminal's Ctrl-C too, unless it came after the exec): send it now.
+        # One that comes from here on is sent by _handle, and not queued here.
+        while self._unsent:
+            _send(proc, self._unsent.pop(0))
+        return proc
 
     def wait(self, timeout: Optional[float]) -> Optional[int]:
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
+        """The command's return code as Popen gives it, or None if it still runs after
+        timeout seconds (None: no limit).
+
+        Polls, never one blocking waitpid: Python runs a handler in the main thread only, and
+        a signal the kernel hands to another thread (grpc's) does not interrupt a main thread
+        blocked in waitpid: the handler would run, and pass the signal on, only once the
+        command ended by itself."""
+        assert self.child is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
+            try:
+                return self.child.wait(step)       # polls (Popen.wait with a timeout)
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
 
     def restore(self) -> None:
         for sig, h in self._old.items():
             signal.signal(sig, h)
+
+
+def _send(proc: "subprocess.Popen[bytes]", sig: int) -> None:
+    try:
+        proc.send_signal(sig)           # nothing if it has been waited for
+    except OSError:
+        pass
+
+
+def _signame(sig: int) -> str:
+    return signal.Signals(sig).name
 
 
 def _tool(cmd: list[str]) -> str:
@@ -226,6 +292,28 @@ def _exit_status(rc: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    sigs = _Signals()
+    try:
+        sigs.install()          # first: no moment of the recording without them
+        return _record(args, sigs)
+    except _Stopped as e:
+        return _stopped_early(e.sig)
+    except RuntimeError as e:
+        # raised inside grpc's Condition.wait, it can surface as "cannot release un-acquired
+        # lock" while it is handled (as a KeyboardInterrupt can: see iopulse.cli.main)
+        if isinstance(e.__context__, _Stopped):
+            return _stopped_early(e.__context__.sig)
+        raise
+    finally:
+        sigs.restore()
+
+
+def _stopped_early(sig: int) -> int:
+    _sayer()(f"{_signame(sig)} before the recording began: no run file written")
+    return 128 + sig
+
+
+def _record(args: argparse.Namespace, sigs: _Signals) -> int:
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -234,15 +322,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     targets = args.targets
     say = _sayer()
+    rec = Recorder(args.output, targets, argv=sys.argv, command=cmd or None,
+                   replay_s=args.replay, overwrite=args.force,
+                   timeout=args.timeout or 10.0, connect_deadline=args.connect_timeout,
+                   say=say, before_open=sigs.keep, stop=lambda: bool(sigs.received))
     with tempfile.TemporaryDirectory(prefix="iopulse-record-") as tmp:
-        rec = Recorder(args.output, targets, argv=sys.argv, command=cmd or None,
-                       replay_s=args.replay, overwrite=args.force,
-                       timeout=args.timeout or 10.0, connect_deadline=args.connect_timeout,
-                       say=say)
         say(f"recording {len(targets)} host(s) into {args.output}: "
             + ", ".join(f"{s.info.hostname or '?'} ({s.client.target})" for s in rec.streams))
         status, rc = "ok", EXIT_OK
-        cmd_rc = rc
+        exit_code: Optional[int] = None     # the command's; None: it did not run
         tool = _tool(cmd) if cmd and not args.no_detect else ""
         outer_name = args.name or (os.path.basename(cmd[0]) if cmd else "record")
         labels = dict(args.label)
@@ -286,77 +374,86 @@ def run(args: argparse.Namespace) -> int:
                 if not args.no_fio_json and os.path.basename(cmd[0]) == "fio":
                     argv, relay = _fio_output(argv, tmp, say)
                 try:
-                    rc, status = _run_command(argv, env, args.duration, say, relay)
+                    exit_code, status = _run_command(argv, env, args.duration, say, sigs, relay)
                 finally:
-                    if relay is not None:
+                    if relay is not None and sigs.child is not None:
                         _keep_fio_output(relay, rec, say)
-                cmd_rc, lost = rc, rec.mark_errors
-                if plan is not None and plan.jobs and status == "ok":
-                    lost += _unmarked(plan, broker, cmd, say)
-                if lost and rc == 0:
-                    say(f"phases could not be marked (above): exit status {EXIT_SERVER}")
-                    rc = EXIT_SERVER
-                if tool == "cbt":
-                    _import_cbt(cmd, rec, say)
+                    elif relay is not None:
+                        relay.finish()          # fio never ran: nothing to keep
+                if exit_code is None:           # a signal came first
+                    rc = 128 + sigs.received[0]
+                else:
+                    rc = exit_code
+                    lost = rec.mark_errors
+                    if plan is not None and plan.jobs and status == "ok":
+                        lost += _unmarked(plan, broker, cmd, say)
+                    if lost and rc == 0:
+                        say(f"phases could not be marked (above): exit status {EXIT_SERVER}")
+                        rc = EXIT_SERVER
+                    if tool == "cbt":
+                        _import_cbt(cmd, rec, say)
             else:
-                status = _wait(args.duration, rec, say)
+                status = _wait(args.duration, rec, say, sigs)
         finally:
+            # a signal that comes from here on ends the wait for the last Updates
+            seen = len(sigs.received)
             if broker is not None:
                 broker.end_all()
                 broker.close()
             end = rec.mark(outer_name, {}, end=True, begin=outer)
-            rec.wait_caught_up(end)
-            rec.close({"status": status, "exit_code": rc if cmd else None})
-        say(f"{args.output}: {rec.progress()}, {rec.writer.file_bytes:,} bytes"
-            + (f"; command exited {cmd_rc}" if cmd else ""))
+            rec.wait_caught_up(end, stop=lambda: len(sigs.received) > seen)
+            final: dict[str, Any] = {"status": status, "exit_code": exit_code}
+            if status == "interrupted" and sigs.received:
+                final["signal"] = _signame(sigs.received[0])
+            rec.close(final)
+        if not cmd:
+            ran = ""
+        elif exit_code is None:
+            ran = "; the command was not started"
+        else:
+            ran = f"; command exited {exit_code}"
+        say(f"{args.output}: {rec.progress()}, {rec.writer.file_bytes:,} bytes{ran}")
         return rc
 
 
 def _run_command(argv: list[str], env: dict[str, str], limit: Optional[float],
-                 say: Any, relay: Any = None) -> tuple[int, str]:
+                 say: Any, sigs: _Signals, relay: Any = None) -> tuple[Optional[int], str]:
+    """Run the command unless a signal came first; returns its exit status (None when it was
+    not started because of a signal) and how the recording ended (ok, interrupted, duration,
+    not started)."""
     try:
-        child = _Child(argv, env, relay.child_stdout if relay is not None else None)
+        child = sigs.start(argv, env, relay.child_stdout if relay is not None else None)
     except OSError as e:
         say(f"cannot run {argv[0]}: {e.strerror}")
         return 127 if isinstance(e, FileNotFoundError) else 126, "not started"
+    if child is None:
+        say(f"{_signame(sigs.received[0])}: {argv[0]} is not started")
+        return None, "interrupted"
     if relay is not None:
         relay.started()
-    try:
-        rc = child.wait(limit)
+    rc = sigs.wait(limit)
+    if rc is None:
+        say(f"--duration reached: stopping {argv[0]} (SIGTERM)")
+        child.terminate()
+        rc = sigs.wait(30)
         if rc is None:
-            say(f"--duration reached: stopping {argv[0]} (SIGTERM)")
-            child.proc.terminate()
-            rc = child.wait(30)
-            if rc is None:
-                child.proc.kill()
-                rc = child.proc.wait()
-            return _exit_status(rc), "duration"
-        return _exit_status(rc), "interrupted" if child.interrupted else "ok"
-    finally:
-        child.restore()
+            child.kill()
+            rc = sigs.wait(None)
+        return _exit_status(rc), "duration"
+    return _exit_status(rc), "interrupted" if sigs.received else "ok"
 
 
-def _wait(limit: Optional[float], rec: Recorder, say: Any) -> str:
-    stop = {"why": ""}
-
-    def handler(sig: int, _frame: Any) -> None:
-        stop["why"] = "interrupted"
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        t0 = time.monotonic()
-        last = t0
-        while not stop["why"]:
-            if limit is not None and time.monotonic() - t0 >= limit:
-                return "duration"
-            time.sleep(0.2)
-            if time.monotonic() - last >= 10:
-                say(f"recording: {rec.progress()}")
-                last = time.monotonic()
-        return stop["why"]
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+def _wait(limit: Optional[float], rec: Recorder, say: Any, sigs: _Signals) -> str:
+    t0 = time.monotonic()
+    last = t0
+    while not sigs.received:
+        if limit is not None and time.monotonic() - t0 >= limit:
+            return "duration"
+        time.sleep(0.2)
+        if time.monotonic() - last >= 10:
+            say(f"recording: {rec.progress()}")
+            last = time.monotonic()
+    return "interrupted"
 
 
 def _sayer() -> Any:

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Callable, Optional
 
 from .. import __version__
@@ -24,10 +25,33 @@ from ..model import Info, PhaseMark
 from .writer import RunWriter
 
 RECONNECT_PAUSE_S = 1.0
+WAIT_STEP_S = 0.2
 
 
 def _now_ns() -> int:
     return time.time_ns()
+
+
+def _never() -> bool:
+    return False
+
+
+def _wait_in_steps(wait: Callable[[float], bool], timeout: float,
+                   stop: Callable[[], bool]) -> bool:
+    """Call wait(step) (it waits up to step seconds and says whether what it waits for
+    happened) until it happens, timeout seconds pass or stop() is true; returns whether it
+    happened.
+
+    In steps of WAIT_STEP_S: Python runs a signal's handler in the main thread only, and the
+    kernel may hand the process's signal to another thread (grpc's), which does not interrupt
+    a main thread blocked on a lock; between steps the handler runs and stop() sees it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if wait(max(0.0, min(WAIT_STEP_S, left))):
+            return True
+        if left <= WAIT_STEP_S or stop():
+            return False
 
 
 class Replay:
@@ -151,13 +175,20 @@ class HostStream(threading.Thread):
 
 
 class Recorder:
-    """Connect to every target, write the header and each agent's Info, start the streams."""
+    """Connect to every target, write the header and each agent's Info, start the streams.
+
+    before_open() is called once every daemon answered, right before the run file is created:
+    what it raises stops the recording with nothing written (the clients closed). stop() says
+    whether to give up waiting for the streams to subscribe (a signal came: the caller ends
+    the recording at once)."""
 
     def __init__(self, path: str, targets: list[str], *, argv: list[str],
                  command: Optional[list[str]] = None, replay_s: int = 0,
                  overwrite: bool = False, timeout: float = 10.0, connect_deadline: float = 10.0,
                  say: Callable[[str], None] = lambda s: print(f"iopulse record: {s}",
-                                                             file=sys.stderr)) -> None:
+                                                             file=sys.stderr),
+                 before_open: Callable[[], None] = lambda: None,
+                 stop: Callable[[], bool] = _never) -> None:
         self.say = say
         self.mark_errors = 0        # marks a daemon refused or that failed
         self.session = f"record-{uuid.uuid4().hex[:12]}"
@@ -168,6 +199,7 @@ class Recorder:
             for c in self.clients:
                 raw = c.info_raw(device_settings=True)  # kept: the settings at the start
                 infos.append((raw, Info.from_pb(pb.Info.FromString(raw))))
+            before_open()
         except BaseException:
             for c in self.clients:
                 c.close()
@@ -194,7 +226,7 @@ class Recorder:
         for s in self.streams:
             s.start()
         for s in self.streams:      # a mark made before a stream is up would be missed
-            if not s.ready.wait(connect_deadline + 5):
+            if not _wait_in_steps(s.ready.wait, connect_deadline + 5, stop) and not stop():
                 say(f"host {s.info.hostname or s.client.target}: not subscribed after "
                     f"{connect_deadline + 5:g} s; recording anyway")
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.clients)))
@@ -235,12 +267,18 @@ class Recorder:
         first = next(iter(begins.values()))
         return self.mark(first.name, {}, end=True, begin=begins)
 
-    def wait_caught_up(self, marks: dict[int, PhaseMark], timeout: float = 15.0) -> None:
-        """Wait until every host's Update holding its mark is stored."""
+    def wait_caught_up(self, marks: dict[int, PhaseMark], timeout: float = 15.0,
+                       stop: Callable[[], bool] = _never) -> None:
+        """Wait until every host's Update holding its mark is stored, or stop() is true."""
         for i, m in marks.items():
-            if not self.streams[i].wait_past(m.monotonic_ns, timeout):
-                self.say(f"host {self.streams[i].info.hostname}: the Update closing the run "
-                         f"did not arrive within {timeout:g} s")
+            s = self.streams[i]
+            if _wait_in_steps(partial(s.wait_past, m.monotonic_ns), timeout, stop):
+                continue
+            if stop():
+                self.say("not waiting for the Updates closing the run (stopped)")
+                return
+            self.say(f"host {s.info.hostname}: the Update closing the run did not arrive "
+                     f"within {timeout:g} s")
 
     def progress(self) -> str:
         n = sum(s.updates for s in self.streams)

@@ -1,6 +1,7 @@
 """Writes a run file: append-only, compressed, readable up to the last second after a crash."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -24,6 +25,16 @@ def schema_bytes() -> bytes:
     fds = descriptor_pb2.FileDescriptorSet()
     iopulse_pb2.DESCRIPTOR.CopyToProto(fds.file.add())
     return fds.SerializeToString()
+
+
+def _fsync(fd: int) -> None:
+    """fsync, except where there is nothing to sync: a pipe or FIFO (`-o /dev/stdout`) refuses
+    it with EINVAL."""
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno != errno.EINVAL:
+            raise
 
 
 class RunWriter:
@@ -99,9 +110,11 @@ class RunWriter:
             if self._closed:
                 return
             self._closed = True
-            self._write_fd(self._z.flush(zlib.Z_FINISH))
-            os.fsync(self._fd)
-            os.close(self._fd)
+            try:
+                self._write_fd(self._z.flush(zlib.Z_FINISH))
+                _fsync(self._fd)
+            finally:
+                os.close(self._fd)
 
     def __enter__(self) -> "RunWriter":
         return self
