@@ -115,6 +115,8 @@ class LoopDev:
         self.majmin = _sysfs_read(f"/sys/block/{self.name}/dev")
         self.orig_scheduler = _current_scheduler(self.name)
         self.orig_nr_requests = int(_sysfs_read(f"/sys/block/{self.name}/queue/nr_requests"))
+        self.orig_max_sectors_kb = int(_sysfs_read(
+            f"/sys/block/{self.name}/queue/max_sectors_kb"))
         self.scheduler = self.orig_scheduler
         self.nr_requests = self.orig_nr_requests
         self.detached = False
@@ -148,6 +150,13 @@ class LoopDev:
         raise AssertionError(f"{self.name}: nr_requests refused {candidates}, "
                              f"now {_sysfs_read(p)}")
 
+    def set_max_sectors_kb(self, kb: int) -> None:
+        """The largest request the block layer builds (larger bios are split); restored at
+        detach, as the kernel keeps it for the next user of this loop device."""
+        p = f"/sys/block/{self.name}/queue/max_sectors_kb"
+        if not _sysfs_write(p, kb) or int(_sysfs_read(p)) != kb:
+            raise AssertionError(f"{self.name}: max_sectors_kb {kb} refused, now {_sysfs_read(p)}")
+
     def mkfs_ext4_and_mount(self) -> str:
         return self.mkfs_and_mount("ext4")
 
@@ -174,6 +183,9 @@ class LoopDev:
             p = f"/sys/block/{self.name}/queue/nr_requests"
             if int(_sysfs_read(p)) != self.orig_nr_requests:
                 _sysfs_write(p, self.orig_nr_requests)
+            p = f"/sys/block/{self.name}/queue/max_sectors_kb"
+            if int(_sysfs_read(p)) != self.orig_max_sectors_kb:
+                _sysfs_write(p, self.orig_max_sectors_kb)
             last = None
             for _ in range(50):
                 r = _run(["losetup", "-d", self.path], check=False)

@@ -48,8 +48,7 @@ def _sum(ivs: list[dict], name: str, op: str, key: str) -> int:
 
 
 def _split(lo, path):
-    with open(f"/sys/block/{lo.name}/queue/max_sectors_kb", "w") as f:
-        f.write("64")
+    lo.set_max_sectors_kb(64)
     res = [run_fio(name="split4m", filename=path, rw="write", bs="4M", direct=1,
                    ioengine="libaio", iodepth=4, size="384M")]
     res.append(run_fio(name="rand4k", filename=path, rw="randwrite", bs="4k", direct=1,
