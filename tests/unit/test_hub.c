@@ -32,6 +32,8 @@ static struct iop_thread_interval thr[1];
 static uint64_t counts[NB], fdatasync_counts[NB], fsync_counts[NB];
 
 /* Interval seq: seq reads of seq*1000 ns each and one of 7 ns, over window [seq-1, seq] s. */
+static struct iop_bpf_prog_stat progs[2];
+
 static void interval(struct iop_interval *iv, uint64_t seq)
 {
 	memset(iv, 0, sizeof(*iv));
@@ -53,6 +55,13 @@ static void interval(struct iop_interval *iv, uint64_t seq)
 	iv->end_mono_ns = seq * 1000000000ull;
 	iv->ndevs = 1;
 	iv->devs = devs;
+	/* two programs, the second skipped seq times by the kernel (recursion on a CPU) */
+	memset(progs, 0, sizeof(progs));
+	strcpy(progs[0].name, "iop_rq_issue");
+	strcpy(progs[1].name, "iop_rq_complete");
+	progs[1].missed = seq;
+	iv->progs = progs;
+	iv->nprogs = 2;
 	/* one thread: seq fdatasyncs of seq*1000 ns and one fsync of 7 ns */
 	memset(thr, 0, sizeof(thr));
 	thr[0].tgid = thr[0].tid = 42;
@@ -119,6 +128,7 @@ START_TEST(test_merge_is_exact)
 	ck_assert_uint_eq(acc->end_monotonic_ns - acc->start_monotonic_ns, 4000000000ull);
 	ck_assert_uint_eq(acc->n_devices, 1);
 	ck_assert_uint_eq(acc->devices[0]->read->ios, 2 + 3 + 4 + 5);
+	ck_assert_uint_eq(acc->drops->program_skips, 1 + 2 + 3 + 4);
 	ck_assert_uint_eq(acc->devices[0]->read->bytes, 14 * 4096);
 	h = acc->devices[0]->read->service_ns;
 	ck_assert_uint_eq(hist_total(h), 1 + 2 + 3 + 4 + 4);

@@ -264,6 +264,7 @@ class Drops:
     sync_evicted: int = 0
     no_bio_ts: int = 0
     bio_evicted: int = 0
+    program_skips: int = 0
 
     @classmethod
     def from_pb(cls, msg: Any) -> "Drops":
