@@ -218,14 +218,23 @@ def test_iostats_off_counts_without_latency_and_says_so_once(loopdev, daemon):
     assert len(lines) == 1, f"expected one line about {lo.name}'s stamps: {lines}"
     assert "counted, without latency" in lines[0]
     assert (after - before).reads == (after - before).writes == 0, "the kernel counted IO"
+    # With iostats off the kernel counts nothing to reconcile with: an IO is counted where its
+    # completion runs the program, and a run the kernel skipped (the program already running
+    # on that CPU) is named in drops.missed_events, never lost without a cause.
+    skips = sum(iv["drops"]["missed_events"] for iv in ivs)
+    print(f"  program runs the kernel skipped: {skips}")
+    lost = 0
     for op in ("read", "write"):
-        ios = sum_op(ivs, lo.name, op, "ios")
-        assert ios == job[op]["total_ios"] > 1000, f"{op}: {ios} != fio {job[op]['total_ios']}"
-        assert sum_op(ivs, lo.name, op, "bytes") == job[op]["io_bytes"]
+        ios, want = sum_op(ivs, lo.name, op, "ios"), job[op]["total_ios"]
+        assert want > 1000 and ios <= want, f"{op}: {ios} of fio's {want}"
+        lost += want - ios
         assert sum_op(ivs, lo.name, op, "untimed") == ios
+        if ios == want:
+            assert sum_op(ivs, lo.name, op, "bytes") == job[op]["io_bytes"]
         for h in ("total_ns", "queue_wait_ns", "service_ns"):
             n = sum(dv["ops"][op][h]["count"] for _, dv in dev_entries(ivs, lo.name))
             assert n == 0, f"{op} {h}: {n} samples without a set-up stamp"
+    assert lost <= skips, f"{lost} IOs not counted, {skips} program runs skipped"
 
 
 def test_reload_into_completion_mode_and_bad_mode(loopdev, daemon, daemon_bin, tmp_path):
