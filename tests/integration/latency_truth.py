@@ -68,6 +68,7 @@ class Truth:
     """Per-IO times from the reference script, by op ("read", "write")."""
     queue: dict[str, list[int]] = field(default_factory=dict)    # Q2D, IOs with a known Q
     setup: dict[str, list[int]] = field(default_factory=dict)    # G2D (request set-up)
+    setup_total: dict[str, list[int]] = field(default_factory=dict)  # G2C
     service: dict[str, list[int]] = field(default_factory=dict)  # D2C
     total: dict[str, list[int]] = field(default_factory=dict)    # Q2C
     no_q: dict[str, int] = field(default_factory=dict)           # IOs with no Q seen
@@ -112,6 +113,7 @@ def parse(text: str) -> Truth:
         t.service.setdefault(op, []).append(c - d)
         if g and g <= d:
             t.setup.setdefault(op, []).append(d - g)
+            t.setup_total.setdefault(op, []).append(c - g)
         if q and q <= d:
             t.queue.setdefault(op, []).append(d - q)
             t.total.setdefault(op, []).append(c - q)
