@@ -407,6 +407,23 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf, u64 sector)
 	return 0;
 }
 
+/* The bio record keyed key in the set of bio's address, or NULL. */
+static __always_inline struct iop_bio_rec *find_bio(u64 bio, u64 key)
+{
+	struct iop_bio_set *set;
+	u32 idx = rec_set(bio);
+	int i;
+
+	set = bpf_map_lookup_elem(&bio_recs, &idx);
+	if (!set)
+		return 0;
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++)
+		if (set->w[i].key == key)
+			return &set->w[i];
+	return 0;
+}
+
 /*
  * A bio split in two (block/blk-merge.c): split, the front part, is a new bio that never
  * passes block_bio_queue, chained to parent (split->bi_private) before the tracepoint; parent
@@ -419,49 +436,30 @@ static __always_inline int on_bio_queue(u64 bio, u32 opf, u64 sector)
 static __always_inline int on_bio_split(u64 split, u64 split_sector, u64 parent,
 					u64 parent_sector)
 {
-	struct iop_bio_set *set;
-	u32 idx = rec_set(parent);
-	u64 key = bio_key(parent, split_sector), w = 0;
-	int i;
+	struct iop_bio_rec *r;
+	u64 w;
 
 	if (!bio_records || !parent)
 		return 0;
-	set = bpf_map_lookup_elem(&bio_recs, &idx);
-	if (!set)
+	r = find_bio(parent, bio_key(parent, split_sector));
+	if (!r)
 		return 0;
-#pragma unroll
-	for (i = 0; i < IOP_WAYS; i++) {
-		if (set->w[i].key == key) {
-			w = set->w[i].q_flags;
-			set->w[i].key = bio_key(parent, parent_sector);
-			break;
-		}
-	}
-	if (w)
-		put_bio(split, bio_key(split, split_sector), w);
+	w = r->q_flags;
+	r->key = bio_key(parent, parent_sector);
+	put_bio(split, bio_key(split, split_sector), w);
 	return 0;
 }
 
 /* Takes the submission record of bio starting at sector (0 q_ns if none). */
 static __always_inline u64 take_bio(u64 bio, u64 sector, u32 *opf)
 {
-	struct iop_bio_set *set;
-	u32 idx = rec_set(bio);
-	u64 q = 0, key = bio_key(bio, sector);
-	int i;
+	struct iop_bio_rec *r = find_bio(bio, bio_key(bio, sector));
+	u64 q;
 
-	set = bpf_map_lookup_elem(&bio_recs, &idx);
-	if (!set)
+	if (!r)
 		return 0;
-#pragma unroll
-	for (i = 0; i < IOP_WAYS; i++) {
-		if (set->w[i].key == key) {
-			q = iop_bio_unpack(set->w[i].q_flags, opf, iop_req_preflush(),
-					   iop_req_fua());
-			set->w[i].key = 0;
-			break;
-		}
-	}
+	q = iop_bio_unpack(r->q_flags, opf, iop_req_preflush(), iop_req_fua());
+	r->key = 0;
 	return q;
 }
 
