@@ -15,7 +15,6 @@
 #include "aggregator.h"
 #include "devices.h"
 #include "hub.h"
-#include "inflight.h"
 #include "info_pb.h"
 #include "metrics_http.h"
 #include "notify.h"
@@ -376,14 +375,9 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 			config_release(&fresh);
 			return 0;
 		}
+		/* the cut between the two sets is at the old one's last interval's end */
 		aggregator_hand_over(pl->agg, next.agg, &fresh);
 		emit(pl, o, cfg, false);
-		r = inflight_adopt(pl->probes, next.probes);
-		if (r < 0)
-			log_warn("reload: the open request records could not be handed over (%s): "
-				 "IOs in flight now are counted untimed", strerror(-r));
-		else
-			log_debug("reload: %d open request record(s) handed over", r);
 		aggregator_set_seq(next.agg, aggregator_seq(pl->agg));
 		pipeline_stop(pl);
 		*pl = next;

@@ -8,11 +8,11 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-#include "inflight.h"
+#include "handover.h"
 #include "log.h"
-#include "reconcile.h"
 #include "sparse.h"
 #include "stamps.h"
+#include "unseen.h"
 
 /*
  * What the previous collect saw of one device slot. Histograms get their buffers the first
@@ -41,12 +41,11 @@ struct aggregator {
 	uint32_t nslots;
 	struct slot_state *slots;
 	uint32_t *slot_kdev;          /* kernel dev of each assigned slot, 0 if none */
-	struct inflight *inflight;
+	uint64_t **slot_data;         /* each slot's counters */
 	struct stamps *stamps;        /* completion-only mode: the devices' stamp states */
-	struct reconcile *reconcile;  /* devices against /proc/diskstats; counting unreported
-	                               * completions in the completion-only mode */
-	struct reconcile_dev *recon;  /* ... the devices held to their diskstats lines */
-	size_t recon_cap;
+	struct unseen *unseen;        /* completions the programs did not see (unseen.c) */
+	struct diskstats_dev *watch;  /* ... the devices it watches in /proc/diskstats */
+	size_t watch_cap;
 	struct sparse_arena arena;
 	struct iop_dev_interval *devs;
 	size_t devs_cap;
@@ -73,6 +72,7 @@ int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 		   struct threads *t)
 {
 	struct aggregator *a = calloc(1, sizeof(*a));
+	uint32_t s;
 
 	if (!a)
 		return -ENOMEM;
@@ -85,12 +85,15 @@ int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 	a->nslots = probes_max_devices(p);
 	a->slots = calloc(a->nslots, sizeof(*a->slots));
 	a->slot_kdev = calloc(a->nslots, sizeof(*a->slot_kdev));
-	if (!a->slots || !a->slot_kdev || inflight_new(&a->inflight, p, a->nslots, NULL) ||
-	    reconcile_new(&a->reconcile, NULL, probes_completion_only(p)) ||
+	a->slot_data = calloc(a->nslots, sizeof(*a->slot_data));
+	if (!a->slots || !a->slot_kdev || !a->slot_data ||
+	    unseen_new(&a->unseen, p, a->nslots, NULL) ||
 	    (probes_completion_only(p) && stamps_new(&a->stamps, a->nslots))) {
 		aggregator_free(a);
 		return -ENOMEM;
 	}
+	for (s = 0; s < a->nslots; s++)
+		a->slot_data[s] = probes_slot_data(p, s);
 	a->last_mono = now_ns(CLOCK_MONOTONIC);
 	a->last_real = now_ns(CLOCK_REALTIME);
 	*out = a;
@@ -111,10 +114,10 @@ struct aggregator *aggregator_free(struct aggregator *a)
 	}
 	free(a->slots);
 	free(a->slot_kdev);
-	inflight_free(a->inflight);
+	free(a->slot_data);
 	stamps_free(a->stamps);
-	reconcile_free(a->reconcile);
-	free(a->recon);
+	unseen_free(a->unseen);
+	free(a->watch);
 	sparse_release(&a->arena);
 	free(a->devs);
 	free(a->unknown);
@@ -208,43 +211,53 @@ static bool has_partitions(const struct aggregator *a, dev_t dev)
 }
 
 /*
- * Completion-only mode: completions the kernel made and the tracepoint did not report,
- * counted from /proc/diskstats while a device is idle (reconcile.c; in the full mode, whose
- * sweep counts them, the references are only kept for a reload into the completion-only
- * mode). Every present device is
- * held to its own line, from before its first IO (no slot yet: nothing counted): whole disks,
- * which count their partitions' IO; with partitions reported apart (rollup_partitions
- * false) the partitions and the disks without any, as a disk's line then holds IO that its
- * slot does not.
+ * Completions the kernel made and the programs did not see (unseen.c), against
+ * /proc/diskstats. Every present device is held to its own line, from before its first IO (no
+ * slot yet: nothing counted): whole disks, which count their partitions' IO; with partitions
+ * reported apart (rollup_partitions false) the partitions and the disks without any, as a
+ * disk's line then holds IO that its slot does not. A slot of any other device is watched
+ * too, for its idle moments.
  */
-static int reconcile_slots(struct aggregator *a, const struct iop_config *c)
+static int find_unseen(struct aggregator *a, const struct iop_config *c, bool final)
 {
 	const struct iop_device *d;
-	size_t i, n = 0, cap = devices_count(a->devices);
+	size_t i, j, n = 0, cap = devices_count(a->devices) + a->nslots;
 	uint32_t kdev, s;
 
-	if (cap > a->recon_cap) {
-		struct reconcile_dev *v = realloc(a->recon, cap * sizeof(*v));
+	if (cap > a->watch_cap) {
+		struct diskstats_dev *v = realloc(a->watch, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
-		a->recon = v;
-		a->recon_cap = cap;
+		a->watch = v;
+		a->watch_cap = cap;
 	}
-	for (i = 0; i < cap; i++) {
+	for (i = 0; i < devices_count(a->devices); i++) {
 		d = devices_at(a->devices, i);
 		if (!d->present || (c->rollup_partitions ? d->is_partition :
 				    !d->is_partition && has_partitions(a, d->dev)))
 			continue;
 		kdev = (major(d->dev) << IOP_KDEV_MINORBITS) | minor(d->dev);
-		a->recon[n].kdev = kdev;
-		a->recon[n].data = NULL;
-		for (s = 0; s < a->nslots; s++)
-			if (a->slot_kdev[s] == kdev)
-				a->recon[n].data = probes_slot_data(a->probes, s);
+		a->watch[n] = (struct diskstats_dev){ .kdev = kdev, .held = true };
+		for (s = 0; s < a->nslots; s++) {
+			if (a->slot_kdev[s] == kdev) {
+				a->watch[n].slot = s + 1;
+				a->watch[n].data = a->slot_data[s];
+			}
+		}
 		n++;
 	}
-	return reconcile_run(a->reconcile, a->recon, n);
+	for (s = 0; s < a->nslots; s++) {
+		if (!a->slot_kdev[s])
+			continue;
+		for (j = 0; j < n && a->watch[j].kdev != a->slot_kdev[s]; j++)
+			;
+		if (j == n)
+			a->watch[n++] = (struct diskstats_dev){ .kdev = a->slot_kdev[s],
+								.slot = s + 1,
+								.data = a->slot_data[s] };
+	}
+	return unseen_run(a->unseen, a->watch, n, a->slot_kdev, final);
 }
 
 /* This interval's count in histogram h of a slot. */
@@ -472,48 +485,6 @@ static int delta_slots(struct aggregator *a)
 	return 0;
 }
 
-/* The counters of every seen slot, copied into snap (nslots x IOP_C_MAX; dispatch state 0). */
-static void copy_counters(struct aggregator *a, uint64_t *snap)
-{
-	uint32_t s;
-	size_t j;
-
-	for (s = 0; s < a->nslots; s++) {
-		const volatile uint64_t *cur = probes_slot_data(a->probes, s);
-		uint64_t *out = snap + (size_t)s * IOP_C_MAX;
-
-		for (j = 0; j < IOP_C_MAX; j++)
-			out[j] = a->slots[s].used && a->slots[s].seen && j != IOP_C_PREV_END ? cur[j] : 0;
-	}
-}
-
-/*
- * The counters of a and of its successor at one instant, into mine and theirs: copies taken
- * old, new, old, new until neither side changed meanwhile. Every completion runs a's program
- * and then the successor's, back to back, so counters that stood still across the four copies
- * count each IO on exactly one side of the cut. false if IO never paused (the copies are then
- * a few microseconds apart).
- */
-static bool counters_at_one_instant(struct aggregator *a, uint64_t *mine, uint64_t *theirs)
-{
-	struct aggregator *b = a->successor;
-	size_t n = (size_t)a->nslots * IOP_C_MAX, m = (size_t)b->nslots * IOP_C_MAX;
-	uint64_t *mine2 = malloc(n * 8), *theirs2 = malloc(m * 8);
-	bool same = false;
-	int tries;
-
-	for (tries = 0; mine2 && theirs2 && tries < 10000 && !same; tries++) {
-		copy_counters(a, mine);
-		copy_counters(b, theirs);
-		copy_counters(a, mine2);
-		copy_counters(b, theirs2);
-		same = !memcmp(mine, mine2, n * 8) && !memcmp(theirs, theirs2, m * 8);
-	}
-	free(mine2);
-	free(theirs2);
-	return same;
-}
-
 /* Starts the next interval at the maps as they are now, reporting nothing. */
 static int baseline(struct aggregator *a, const struct iop_config *c)
 {
@@ -525,7 +496,7 @@ static int baseline(struct aggregator *a, const struct iop_config *c)
 	int r, i;
 
 	sparse_reset(&a->arena);
-	r = delta_slots(a);    /* mark_slots ran in hand_over */
+	r = delta_slots(a);    /* note_slots ran in hand_over */
 	a->last_mono = now_ns(CLOCK_MONOTONIC);
 	a->last_real = now_ns(CLOCK_REALTIME);
 	g = probes_globals(a->probes);
@@ -537,69 +508,37 @@ static int baseline(struct aggregator *a, const struct iop_config *c)
 	return r;
 }
 
-/*
- * The cut between a and its successor: a's counters end, and the successor's start, at one
- * instant (histograms are read right after, so a sample or two may fall between them).
- */
-/* Counters of the slot a (or b) held kdev in, in a copy of all slots' (NULL: none). */
-static const uint64_t *slot_counters(const uint32_t *slot_kdev, uint32_t nslots,
-				     const uint64_t *copy, uint32_t kdev)
+/* The slots in use now (mark_slots) and their devices. */
+static int note_slots(struct aggregator *a)
 {
 	uint32_t s;
+	int r = mark_slots(a);
 
-	for (s = 0; s < nslots; s++)
-		if (slot_kdev[s] == kdev)
-			return copy + (size_t)s * IOP_C_MAX;
-	return NULL;
-}
-
-/*
- * A reload into the completion-only mode: each device's reference against /proc/diskstats
- * moves to the successor, shifted by the two sets of counters at the cut (mine, theirs), so
- * that completions the tracepoint misses while the probes change hands are counted at the
- * device's next idle moment.
- */
-static int carry_references(struct aggregator *a, const uint64_t *mine, const uint64_t *theirs)
-{
-	struct aggregator *b = a->successor;
-	const uint64_t *m, *t;
-	int64_t ref[2 * IOP_OP_MAX];
-	uint32_t s, op;
-	size_t i;
-	int r = 0;
-
-	for (s = 0; s < b->nslots; s++)
-		b->slot_kdev[s] = b->slots[s].used && b->slots[s].seen ? b->slots[s].kdev : 0;
-	for (i = 0; !r && i < devices_count(a->devices); i++) {
-		const struct iop_device *d = devices_at(a->devices, i);
-		uint32_t kdev = (major(d->dev) << IOP_KDEV_MINORBITS) | minor(d->dev);
-
-		if (!reconcile_ref(a->reconcile, kdev, ref))
-			continue;
-		m = slot_counters(a->slot_kdev, a->nslots, mine, kdev);
-		t = slot_counters(b->slot_kdev, b->nslots, theirs, kdev);
-		for (op = 0; op < IOP_OP_MAX; op++) {
-			ref[op] += (int64_t)((m ? m[IOP_C_IOS + op] : 0) - (t ? t[IOP_C_IOS + op] : 0));
-			ref[IOP_OP_MAX + op] += (int64_t)((m ? m[IOP_C_BYTES + op] : 0) -
-							  (t ? t[IOP_C_BYTES + op] : 0));
-		}
-		r = reconcile_set_ref(b->reconcile, kdev, ref);
-	}
+	for (s = 0; s < a->nslots; s++)
+		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;
 	return r;
 }
 
+/*
+ * The cut between a and its successor (handover.c): a's last interval ends, and the
+ * successor's first begins, at one instant of their counters (histograms are read right
+ * after, so a sample or two may fall between them).
+ */
 static int hand_over(struct aggregator *a)
 {
 	struct aggregator *b = a->successor;
 	uint64_t *mine = malloc((size_t)a->nslots * IOP_C_MAX * 8);
 	uint64_t *theirs = malloc((size_t)b->nslots * IOP_C_MAX * 8);
-	int r = mine && theirs ? mark_slots(b) : -ENOMEM;
+	struct handover_side from = { a->probes, a->nslots, a->slot_kdev, a->slot_data,
+				      unseen_refs(a->unseen) };
+	struct handover_side to = { b->probes, b->nslots, b->slot_kdev, b->slot_data,
+				    unseen_refs(b->unseen) };
+	int r = mine && theirs ? note_slots(b) : -ENOMEM;
 
-	if (!r && !counters_at_one_instant(a, mine, theirs))
-		log_warn("reload: IO never paused while the counters were copied; a completion "
-			  "or two may be counted on both sides or neither");
-	if (!r && probes_completion_only(b->probes))
-		r = carry_references(a, mine, theirs);
+	r = r ?: handover_cut(&from, &to, mine, theirs);
+	/* a device's first IO on either side while the cut was made took a slot: its counters
+	 * were copied with the rest */
+	r = r ?: note_slots(a) ?: note_slots(b);
 	if (!r) {
 		a->cnt_snap = mine;
 		r = delta_slots(a);
@@ -626,10 +565,9 @@ void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
 int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
 		       bool final)
 {
-	bool completion = probes_completion_only(a->probes);
 	const volatile uint64_t *g;
 	uint32_t s;
-	int r, i, more;
+	int r, i;
 
 	memset(iv, 0, sizeof(*iv));
 	iv->start_mono_ns = a->last_mono;
@@ -646,25 +584,11 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	r = devices_scan(a->devices);
 	if (r < 0)
 		log_warn("device scan failed: %s", strerror(-r));
-	r = mark_slots(a);
+	r = note_slots(a);
 	if (r)
 		return r;
-	for (s = 0; s < a->nslots; s++)
-		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;
-	if (a->successor)
-		final = false;   /* the successor's probes see the completions from now on */
-	/* the completion-only mode keeps no records: it finds unreported completions by count */
-	r = completion ? reconcile_slots(a, c) : inflight_sweep(a->inflight, a->slot_kdev);
-	if (r >= 0 && final && !completion) {
-		/* idle devices were stamped just now; a completion seen by BPF takes microseconds */
-		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
-		more = inflight_sweep(a->inflight, a->slot_kdev);
-		r = more < 0 ? more : r + more;
-	}
-	if (r >= 0 && !completion) {
-		more = reconcile_slots(a, c);    /* references only */
-		r = more < 0 ? more : r;
-	}
+	/* with a successor, its probes see the completions from the cut on */
+	r = find_unseen(a, c, final && !a->successor);
 	if (r < 0)
 		log_warn("cannot check the devices' in-flight counts: %s", strerror(-r));
 	else if (r > 0)
@@ -703,13 +627,8 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 
 int aggregator_prime(struct aggregator *a, const struct iop_config *c)
 {
-	uint32_t s;
-	int r;
+	int r = note_slots(a) ?: find_unseen(a, c, false);
 
-	r = mark_slots(a);
-	for (s = 0; !r && s < a->nslots; s++)
-		a->slot_kdev[s] = a->slots[s].used && a->slots[s].seen ? a->slots[s].kdev : 0;
-	r = r ?: reconcile_slots(a, c);
 	return r < 0 ? r : 0;
 }
 

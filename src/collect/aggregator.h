@@ -26,9 +26,8 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 
 /*
  * A reload: next (new probes, already attached beside a's) takes over at a's next collect,
- * which copies both sets of counters at one instant (copies that no completion changed) and
- * starts next's first interval there, reporting nothing: IO is counted once, by a up to that
- * instant and by next from it.
+ * which cuts between the two sets (handover.c): a reports its IO up to the cut and next from
+ * it, and next's first interval starts there, reporting nothing.
  * next_cfg: next's configuration (its thread filters).
  */
 void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
@@ -36,8 +35,8 @@ void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
 
 /*
  * Right after the probes attached: the devices idle now get their reference counts against
- * /proc/diskstats (reconcile.c), so that in the completion-only mode completions the
- * tracepoint misses from here on are found at their next idle moment. 0 or -errno.
+ * /proc/diskstats (unseen.c), so that completions the programs miss from here on are found at
+ * their next idle moment. 0 or -errno.
  */
 int aggregator_prime(struct aggregator *a, const struct iop_config *c);
 

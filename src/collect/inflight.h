@@ -1,37 +1,35 @@
-/* inflight.h - retires request records whose completion the kernel never reported */
+/* inflight.h - the full mode's sweep of request records whose completion the kernel never
+ * reported */
 #ifndef IOPULSE_INFLIGHT_H
 #define IOPULSE_INFLIGHT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "diskstats.h"
 #include "probes.h"
 
 struct inflight;
 
-/* diskstats: path of /proc/diskstats (NULL for the default). */
-int inflight_new(struct inflight **out, struct probes *p, uint32_t nslots, const char *diskstats);
+int inflight_new(struct inflight **out, struct probes *p, uint32_t nslots);
 struct inflight *inflight_free(struct inflight *f);
 
 /*
- * Call once per interval, before the counters are read. slot_kdev[s] is the kernel dev_t of
- * device slot s, 0 if unused. A request record still present one interval after its device
- * was seen with nothing in flight (diskstats' in_flight 0) belongs to an IO that completed
- * without block_rq_complete reaching the BPF program: it is removed and its IO counted in the
- * slot's ios, bytes and unseen counters. The records are only scanned for a device whose
- * completion count in /proc/diskstats moved apart from ours since it was last idle.
- * Returns the number of records retired, or -errno.
+ * Retires what the previous stamp proved complete, before the counters are read. slot_kdev[s]
+ * is the kernel dev_t of device slot s, 0 if unused. A request record still present after
+ * its device was seen with nothing in flight (diskstats' in_flight 0) at a stamp taken after
+ * its dispatch belongs to an IO that completed without block_rq_complete reaching the BPF
+ * program: it is removed and its IO counted in the slot's ios, bytes and unseen counters. The
+ * records are only scanned for a device whose completion count in /proc/diskstats moved apart
+ * from ours at its idle moments. Returns the number of records retired, or -errno.
  */
-int inflight_sweep(struct inflight *f, const uint32_t *slot_kdev);
+int inflight_retire(struct inflight *f, const uint32_t *slot_kdev);
 
 /*
- * A reload: the open request records of the outgoing probes (from), after their counters'
- * last read, are moved to the incoming ones (to), so that an IO dispatched before the cut is
- * timed by the new completion program and one whose completion the kernel never reported is
- * still found (by a dispatch that reuses its request, or by the sweep) and counted. Each move
- * takes the old record's ownership token; an IO that completes meanwhile is counted once, by
- * the new program. Nothing moves from or to the completion-only mode, which keeps no records.
- * Returns the number of records moved, or -errno.
+ * The interval's stamp (diskstats_stamp, taken at `at`, after inflight_retire): which slots
+ * were idle, and whose completion gap to /proc/diskstats moved (their records are scanned at
+ * the next inflight_retire).
  */
-int inflight_adopt(struct probes *from, struct probes *to);
+void inflight_note(struct inflight *f, const struct diskstats_dev *devs, size_t n, uint64_t at);
 
 #endif

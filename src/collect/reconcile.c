@@ -3,7 +3,6 @@
 #include "reconcile.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,29 +39,22 @@ void reconcile_step(struct reconcile_gap *g, const int64_t gap[NGAP], uint64_t a
 
 struct dev_rec {
 	uint32_t kdev;
-	bool listed;                   /* in this run's devices */
-	uint64_t *data;                /* this run's counters, NULL if none */
+	bool listed;                   /* held in this run's stamp */
 	struct reconcile_gap gap;
-	bool seen1;                    /* the first read found it idle ... */
-	struct diskstats_line first;   /* ... with these counts */
-	uint64_t ours[NGAP];           /* our counts, copied between the two reads */
 };
 
 struct reconcile {
-	const char *path;
 	bool count;                    /* add what the gaps show; else follow them */
 	struct dev_rec *d;
 	size_t n, cap;
-	char line[512];
 };
 
-int reconcile_new(struct reconcile **out, const char *diskstats, bool count)
+int reconcile_new(struct reconcile **out, bool count)
 {
 	struct reconcile *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
-	r->path = diskstats ? diskstats : "/proc/diskstats";
 	r->count = count;
 	*out = r;
 	return 0;
@@ -108,8 +100,8 @@ static struct dev_rec *record(struct reconcile *r, uint32_t kdev)
 	return dr;
 }
 
-/* Keeps the listed devices' records (new ones start without a reference), drops the rest. */
-static int list_devices(struct reconcile *r, const struct reconcile_dev *devs, size_t n)
+/* Keeps the held devices' records (new ones start without a reference), drops the rest. */
+static int list_devices(struct reconcile *r, const struct diskstats_dev *devs, size_t n)
 {
 	struct dev_rec *dr;
 	size_t i, j;
@@ -117,12 +109,12 @@ static int list_devices(struct reconcile *r, const struct reconcile_dev *devs, s
 	for (i = 0; i < r->n; i++)
 		r->d[i].listed = false;
 	for (i = 0; i < n; i++) {
+		if (!devs[i].held)
+			continue;
 		dr = record(r, devs[i].kdev);
 		if (!dr)
 			return -ENOMEM;
 		dr->listed = true;
-		dr->data = devs[i].data;
-		dr->seen1 = false;
 	}
 	for (i = j = 0; i < r->n; i++)
 		if (r->d[i].listed)
@@ -131,32 +123,22 @@ static int list_devices(struct reconcile *r, const struct reconcile_dev *devs, s
 	return 0;
 }
 
-static uint32_t kdev_of(const struct diskstats_line *l)
-{
-	return (l->major << IOP_KDEV_MINORBITS) | l->minor;
-}
-
-static bool same_counts(const struct diskstats_line *a, const struct diskstats_line *b)
-{
-	return !memcmp(a->ios, b->ios, sizeof(a->ios)) &&
-	       !memcmp(a->sectors, b->sectors, sizeof(a->sectors));
-}
-
 /*
  * Adds what one idle moment found to the device's counters; returns the IOs added. Without
  * counting, the reference is the gap now.
  */
-static int count(const struct reconcile *r, struct dev_rec *dr, const struct diskstats_line *l)
+static int count(const struct reconcile *r, struct dev_rec *dr, const struct diskstats_dev *dv)
 {
+	const struct diskstats_line *l = &dv->line;
 	int64_t gap[NGAP];
 	uint64_t add[NGAP];
 	struct reconcile_gap keep = dr->gap;
-	uint64_t *base = dr->data;
+	uint64_t *base = dv->data;
 	int added = 0, op;
 
 	for (op = 0; op < IOP_OP_MAX; op++) {
-		gap[op] = (int64_t)(l->ios[op] - dr->ours[op]);
-		gap[IOP_OP_MAX + op] = (int64_t)(l->sectors[op] * 512 - dr->ours[IOP_OP_MAX + op]);
+		gap[op] = (int64_t)(l->ios[op] - dv->ours[op]);
+		gap[IOP_OP_MAX + op] = (int64_t)(l->sectors[op] * 512 - dv->ours[IOP_OP_MAX + op]);
 	}
 	if (!r->count) {
 		memcpy(dr->gap.ref, gap, sizeof(dr->gap.ref));
@@ -185,53 +167,23 @@ static int count(const struct reconcile *r, struct dev_rec *dr, const struct dis
 	return added;
 }
 
-/* One read: the first notes idle devices; the second compares and counts. */
-static int read_lines(struct reconcile *r, bool second, int *added)
+int reconcile_run(struct reconcile *r, const struct diskstats_dev *devs, size_t n)
 {
-	struct diskstats_line l;
 	struct dev_rec *dr;
-	FILE *in = fopen(r->path, "re");
-
-	if (!in)
-		return -errno;
-	while (fgets(r->line, sizeof(r->line), in)) {
-		if (diskstats_parse_line(r->line, &l) || l.in_flight)
-			continue;
-		dr = find(r, kdev_of(&l));
-		if (!dr)
-			continue;
-		if (!second) {
-			dr->seen1 = true;
-			dr->first = l;
-		} else if (dr->seen1 && same_counts(&dr->first, &l)) {
-			*added += count(r, dr, &l);
-		}
-	}
-	fclose(in);
-	return 0;
-}
-
-int reconcile_run(struct reconcile *r, const struct reconcile_dev *devs, size_t n)
-{
 	int added = 0, e;
 	size_t i;
-	int op;
 
-	e = list_devices(r, devs, n) ?: read_lines(r, false, &added);
+	e = list_devices(r, devs, n);
 	if (e)
 		return e;
-	for (i = 0; i < r->n; i++) {
-		const uint64_t *base = r->d[i].data;
-
-		for (op = 0; op < IOP_OP_MAX; op++) {
-			r->d[i].ours[op] = base ?
-				__atomic_load_n(&base[IOP_C_IOS + op], __ATOMIC_RELAXED) : 0;
-			r->d[i].ours[IOP_OP_MAX + op] = base ?
-				__atomic_load_n(&base[IOP_C_BYTES + op], __ATOMIC_RELAXED) : 0;
-		}
+	for (i = 0; i < n; i++) {
+		if (!devs[i].held || !devs[i].idle)
+			continue;
+		dr = find(r, devs[i].kdev);
+		if (dr)
+			added += count(r, dr, &devs[i]);
 	}
-	e = read_lines(r, true, &added);
-	return e ? e : added;
+	return added;
 }
 
 bool reconcile_ref(const struct reconcile *r, uint32_t kdev, int64_t ref[NGAP])
@@ -256,5 +208,27 @@ int reconcile_set_ref(struct reconcile *r, uint32_t kdev, const int64_t ref[NGAP
 	memcpy(dr->gap.ref, ref, sizeof(dr->gap.ref));
 	memset(dr->gap.lower_seen, 0, sizeof(dr->gap.lower_seen));
 	dr->gap.known = true;
+	return 0;
+}
+
+int reconcile_carry(const struct reconcile *from, struct reconcile *to,
+		    const struct reconcile_shift *shifts, size_t n)
+{
+	int64_t ref[NGAP];
+	size_t i, j;
+	int k, r;
+
+	for (i = 0; i < from->n; i++) {
+		if (!from->d[i].gap.known)
+			continue;
+		memcpy(ref, from->d[i].gap.ref, sizeof(ref));
+		for (j = 0; j < n; j++)
+			if (shifts[j].kdev == from->d[i].kdev)
+				for (k = 0; k < NGAP; k++)
+					ref[k] += shifts[j].d[k];
+		r = reconcile_set_ref(to, from->d[i].kdev, ref);
+		if (r)
+			return r;
+	}
 	return 0;
 }

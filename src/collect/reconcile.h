@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../bpf/iopulse.h"
+#include "diskstats.h"
 
 /*
  * The gaps of one device (/proc/diskstats minus our counts: IOs and bytes per op) at its
@@ -35,28 +36,20 @@ void reconcile_step(struct reconcile_gap *g, const int64_t gap[2 * IOP_OP_MAX],
 struct reconcile;
 
 /*
- * diskstats: path of /proc/diskstats (NULL for the default). count: add what the gaps show
- * (the completion-only mode); false keeps the references only, following the gaps (the
- * full mode, whose in-flight sweep counts what the tracepoint missed), for a successor.
+ * count: add what the gaps show (the completion-only mode); false keeps the references only,
+ * following the gaps (the full mode, whose in-flight sweep counts what the tracepoint missed),
+ * for a successor.
  */
-int reconcile_new(struct reconcile **out, const char *diskstats, bool count);
+int reconcile_new(struct reconcile **out, bool count);
 struct reconcile *reconcile_free(struct reconcile *r);
 
-/* A device held to its /proc/diskstats line. */
-struct reconcile_dev {
-	uint32_t kdev;       /* kernel dev_t */
-	uint64_t *data;      /* its slot's counters (the BPF map); NULL: no slot, so nothing
-	                      * counted for it since the programs attached */
-};
-
 /*
- * Once per interval, before the counters are read, with the devices to hold to their lines
- * (those not listed are forgotten). A device is idle when two reads of /proc/diskstats
- * around the copy of our counters both show nothing in flight and the same counts; what
- * reconcile_step then finds is added to its slot's ios, bytes and unseen counters. Returns
- * the number of IOs added, or -errno.
+ * Once per interval, with the interval's stamp of the devices (diskstats_stamp): the held
+ * devices are kept (those not held are forgotten, and start over when held again); at each
+ * one's idle moment, what reconcile_step finds is added to its slot's ios, bytes and unseen
+ * counters. Returns the number of IOs added, or -ENOMEM.
  */
-int reconcile_run(struct reconcile *r, const struct reconcile_dev *devs, size_t n);
+int reconcile_run(struct reconcile *r, const struct diskstats_dev *devs, size_t n);
 
 /*
  * A reload: the reference gaps (ios by op, then bytes by op) of device kdev, true when known;
@@ -66,5 +59,17 @@ int reconcile_run(struct reconcile *r, const struct reconcile_dev *devs, size_t 
  */
 bool reconcile_ref(const struct reconcile *r, uint32_t kdev, int64_t ref[2 * IOP_OP_MAX]);
 int reconcile_set_ref(struct reconcile *r, uint32_t kdev, const int64_t ref[2 * IOP_OP_MAX]);
+
+/* One device at a reload's cut: the predecessor's counts minus the successor's (ios by op,
+ * then bytes by op). */
+struct reconcile_shift {
+	uint32_t kdev;
+	int64_t d[2 * IOP_OP_MAX];
+};
+
+/* Every known reference of from, shifted by its device's entry in shifts (unshifted without
+ * one), set in to. 0 or -ENOMEM. */
+int reconcile_carry(const struct reconcile *from, struct reconcile *to,
+		    const struct reconcile_shift *shifts, size_t n);
 
 #endif

@@ -126,6 +126,15 @@ START_TEST(test_parse_line)
 }
 END_TEST
 
+/* One interval: the stamp of a stand-in /proc/diskstats, then what it shows. */
+static int run(struct diskstats *ds, struct reconcile *r, struct diskstats_dev *devs, size_t n)
+{
+	uint64_t at;
+	int e = diskstats_stamp(ds, devs, n, &at);
+
+	return e ? e : reconcile_run(r, devs, n);
+}
+
 /* A fake /proc/diskstats with loop3 (7:3): reads, read sectors, in flight. */
 static void write_stats(const char *path, unsigned reads, unsigned rsect, unsigned inflight)
 {
@@ -142,46 +151,58 @@ START_TEST(test_run_counts_into_the_slot)
 {
 	char path[] = "/tmp/iopulse-test-diskstats-XXXXXX";
 	uint64_t slot0[IOP_C_MAX] = { 0 };
-	struct reconcile_dev devs[2] = { { (7u << 20) | 3, NULL }, { (7u << 20) | 2, NULL } };
+	struct diskstats_dev devs[2] = { { .kdev = (7u << 20) | 3, .held = true },
+					 { .kdev = (7u << 20) | 2, .held = true } };
+	struct diskstats *ds;
 	struct reconcile *r;
 	int fd = mkstemp(path);
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(reconcile_new(&r, path, true), 0);
+	ck_assert_int_eq(diskstats_new(&ds, path), 0);
+	ck_assert_int_eq(reconcile_new(&r, true), 0);
 	/* before the first IO since attach: no slot, nothing counted; the reference */
 	write_stats(path, 100, 100 * 8, 0);
-	ck_assert_int_eq(reconcile_run(r, devs, 2), 0);
+	ck_assert_int_eq(run(ds, r, devs, 2), 0);
 	/* busy: nothing is judged */
 	devs[0].data = slot0;
 	write_stats(path, 150, 150 * 8, 3);
 	slot0[IOP_C_IOS + IOP_OP_READ] = 40;
 	slot0[IOP_C_BYTES + IOP_OP_READ] = 40 * 4096;
-	ck_assert_int_eq(reconcile_run(r, devs, 2), 0);
+	ck_assert_int_eq(run(ds, r, devs, 2), 0);
 	/* idle: 60 reads completed, 2 of them unreported */
 	write_stats(path, 160, 160 * 8, 0);
 	slot0[IOP_C_IOS + IOP_OP_READ] = 58;
 	slot0[IOP_C_BYTES + IOP_OP_READ] = 58 * 4096;
-	ck_assert_int_eq(reconcile_run(r, devs, 2), 2);
+	ck_assert_int_eq(run(ds, r, devs, 2), 2);
 	ck_assert_uint_eq(slot0[IOP_C_IOS + IOP_OP_READ], 60);
 	ck_assert_uint_eq(slot0[IOP_C_UNSEEN + IOP_OP_READ], 2);
 	ck_assert_uint_eq(slot0[IOP_C_BYTES + IOP_OP_READ], 60 * 4096);
-	ck_assert_int_eq(reconcile_run(r, devs, 2), 0);
+	ck_assert_int_eq(run(ds, r, devs, 2), 0);
 	/* a device no longer listed is forgotten: listed again, it starts over */
-	ck_assert_int_eq(reconcile_run(r, devs + 1, 1), 0);
+	ck_assert_int_eq(run(ds, r, devs + 1, 1), 0);
 	slot0[IOP_C_IOS + IOP_OP_READ] = 0;
-	ck_assert_int_eq(reconcile_run(r, devs, 2), 0);
+	ck_assert_int_eq(run(ds, r, devs, 2), 0);
 	ck_assert_uint_eq(slot0[IOP_C_UNSEEN + IOP_OP_READ], 2);
 	/* a first IO made the slot after the list was taken: counted next time, not now */
 	devs[0].data = NULL;
 	write_stats(path, 161, 161 * 8, 0);
-	ck_assert_int_eq(reconcile_run(r, devs, 2), 0);
+	ck_assert_int_eq(run(ds, r, devs, 2), 0);
 	devs[0].data = slot0;
 	slot0[IOP_C_IOS + IOP_OP_READ] = 1;
 	slot0[IOP_C_BYTES + IOP_OP_READ] = 4096;
-	ck_assert_int_eq(reconcile_run(r, devs, 2), 0);
+	ck_assert_int_eq(run(ds, r, devs, 2), 0);
 	ck_assert_uint_eq(slot0[IOP_C_UNSEEN + IOP_OP_READ], 2);
+	/* a device watched for its idle moments only (not held to its line) is not counted */
+	devs[0].held = false;
+	write_stats(path, 170, 170 * 8, 0);
+	ck_assert_int_eq(run(ds, r, devs, 2), 0);
+	ck_assert(devs[0].idle);
+	ck_assert_uint_eq(slot0[IOP_C_IOS + IOP_OP_READ], 1);
+	/* one stamp, two reads */
+	ck_assert_uint_eq(diskstats_reads(ds), 2 * 9);
 	reconcile_free(r);
+	diskstats_free(ds);
 	unlink(path);
 }
 END_TEST
@@ -190,48 +211,51 @@ START_TEST(test_references_follow_and_carry_over)
 {
 	char path[] = "/tmp/iopulse-test-diskstats-XXXXXX";
 	uint64_t old[IOP_C_MAX] = { 0 }, nw[IOP_C_MAX] = { 0 };
-	struct reconcile_dev dev = { (7u << 20) | 3, old };
+	struct diskstats_dev dev = { .kdev = (7u << 20) | 3, .slot = 1, .data = old, .held = true };
+	struct reconcile_shift shift = { .kdev = dev.kdev };
 	struct reconcile *full, *compl;
+	struct diskstats *ds;
 	int64_t ref[N];
 	int fd = mkstemp(path);
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(reconcile_new(&full, path, false), 0);
-	ck_assert_int_eq(reconcile_new(&compl, path, true), 0);
+	ck_assert_int_eq(diskstats_new(&ds, path), 0);
+	ck_assert_int_eq(reconcile_new(&full, false), 0);
+	ck_assert_int_eq(reconcile_new(&compl, true), 0);
 	ck_assert(!reconcile_ref(full, dev.kdev, ref));
 	/* the full mode only follows the gap: 100 reads before attach, 50 seen, 1 missed */
 	write_stats(path, 151, 151 * 8, 0);
 	old[IOP_C_IOS + IOP_OP_READ] = 50;
 	old[IOP_C_BYTES + IOP_OP_READ] = 50 * 4096;
-	ck_assert_int_eq(reconcile_run(full, &dev, 1), 0);
+	ck_assert_int_eq(run(ds, full, &dev, 1), 0);
 	ck_assert(reconcile_ref(full, dev.kdev, ref));
 	ck_assert_int_eq(ref[IOP_OP_READ], 101);
 	/* its sweep finds the missed read: the reference follows, nothing is added */
 	old[IOP_C_IOS + IOP_OP_READ] = 51;
 	old[IOP_C_BYTES + IOP_OP_READ] = 51 * 4096;
-	ck_assert_int_eq(reconcile_run(full, &dev, 1), 0);
+	ck_assert_int_eq(run(ds, full, &dev, 1), 0);
 	ck_assert(reconcile_ref(full, dev.kdev, ref));
 	ck_assert_int_eq(ref[IOP_OP_READ], 100);
 	ck_assert_int_eq(ref[IOP_OP_MAX + IOP_OP_READ], 100 * 4096);
 	ck_assert_uint_eq(old[IOP_C_UNSEEN + IOP_OP_READ], 0);
 	/* a reload into the completion-only mode under IO: at the cut the old counters stood
 	 * at 80 reads, the new at 2; 40 more complete, the new program sees 37 of them */
-	old[IOP_C_IOS + IOP_OP_READ] = 80;
-	old[IOP_C_BYTES + IOP_OP_READ] = 80 * 4096;
-	for (int i = 0; i < N; i++)
-		ref[i] += (i == IOP_OP_READ ? 80 - 2 : i == IOP_OP_MAX + IOP_OP_READ ? (80 - 2) * 4096
-										 : 0);
-	ck_assert_int_eq(reconcile_set_ref(compl, dev.kdev, ref), 0);
+	shift.d[IOP_OP_READ] = 80 - 2;
+	shift.d[IOP_OP_MAX + IOP_OP_READ] = (80 - 2) * 4096;
+	ck_assert_int_eq(reconcile_carry(full, compl, &shift, 1), 0);
+	ck_assert(reconcile_ref(compl, dev.kdev, ref));
+	ck_assert_int_eq(ref[IOP_OP_READ], 100 + 80 - 2);
 	dev.data = nw;
 	nw[IOP_C_IOS + IOP_OP_READ] = 2 + 37;
 	nw[IOP_C_BYTES + IOP_OP_READ] = (2 + 37) * 4096;
 	write_stats(path, 100 + 80 + 40, (100 + 80 + 40) * 8, 0);
-	ck_assert_int_eq(reconcile_run(compl, &dev, 1), 3);
+	ck_assert_int_eq(run(ds, compl, &dev, 1), 3);
 	ck_assert_uint_eq(nw[IOP_C_IOS + IOP_OP_READ], 42);
 	ck_assert_uint_eq(nw[IOP_C_BYTES + IOP_OP_READ], 42 * 4096);
 	reconcile_free(full);
 	reconcile_free(compl);
+	diskstats_free(ds);
 	unlink(path);
 }
 END_TEST
