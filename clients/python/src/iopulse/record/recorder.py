@@ -77,7 +77,8 @@ class Replay:
         self.updates += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"updates": self.updates, "start_realtime_ns": self.start_realtime_ns,
+        return {"last_seq": self.last_seq, "updates": self.updates,
+                "start_realtime_ns": self.start_realtime_ns,
                 "end_realtime_ns": self.end_realtime_ns, "longest_window_ns": self.longest_ns,
                 "max_merged": self.max_merged}
 
