@@ -157,24 +157,20 @@ static __always_inline int dev_slot(u32 kdev)
 	u32 idx = (kdev * 2654435761U >> 16) & (IOP_DEV_CACHE - 1);
 	struct iop_dev_cache *c = bpf_map_lookup_elem(&dev_cache, &idx);
 	u32 *slot, s1;
+	u64 w;
 
-	if (c && c->kdev == kdev) {
-		s1 = c->slot1;
-		if (s1)
+	if (c) {
+		w = *(volatile u64 *)&c->word;
+		s1 = IOP_DEV_CACHE_SLOT1(w);
+		if (IOP_DEV_CACHE_KDEV(w) == kdev && s1)
 			return (int)(s1 - 1);
 	}
 	slot = dev_slot_slow(kdev);
 	if (!slot)
 		return -1;
 	s1 = *slot + 1;
-	if (c) {
-		/* invalidate, then publish: a racing reader sees a miss, never a torn entry */
-		c->slot1 = 0;
-		asm volatile("" ::: "memory");
-		c->kdev = kdev;
-		asm volatile("" ::: "memory");
-		c->slot1 = s1;
-	}
+	if (c)
+		*(volatile u64 *)&c->word = (u64)s1 << 32 | kdev;
 	return (int)(s1 - 1);
 }
 

@@ -136,13 +136,15 @@ struct iop_sync_val {
 	                                  * re-created entry restarts its counts (no wrapping delta) */
 };
 
-/* dev_cache entry: kdev -> slot1 = slot + 1, 0 while invalid. Cleared by the daemon
- * before it hands a slot back. */
+/* dev_cache entry: kdev -> slot1 = slot + 1 (0 while invalid), one word read and written
+ * whole (a reader on another CPU never pairs one device's kdev with another's slot).
+ * Cleared by the daemon before it hands a slot back. */
 #define IOP_DEV_CACHE 256
 struct iop_dev_cache {
-	unsigned int kdev;
-	unsigned int slot1;
+	unsigned long long word;        /* slot1 << 32 | kdev */
 };
+#define IOP_DEV_CACHE_KDEV(w) ((unsigned int)(w))
+#define IOP_DEV_CACHE_SLOT1(w) ((unsigned int)((w) >> 32))
 
 #define IOP_MAX_DEVICES_DEFAULT 64
 #define IOP_MAX_THREADS_DEFAULT 1024

@@ -666,7 +666,7 @@ static int clear_cache(struct probes *p, uint32_t kdev)
 	for (i = 0; i < IOP_DEV_CACHE; i++) {
 		if (bpf_map_lookup_elem(fd, &i, &cur))
 			return -errno;
-		if (cur.kdev == kdev && bpf_map_update_elem(fd, &i, &zero, BPF_ANY))
+		if (IOP_DEV_CACHE_KDEV(cur.word) == kdev && bpf_map_update_elem(fd, &i, &zero, BPF_ANY))
 			return -errno;
 	}
 	return 0;
