@@ -15,7 +15,7 @@ import pytest
 from iopulse._pb import iopulse_pb2 as pb
 from iopulse.cli import main
 from iopulse.compare import (BASE_ONLY, BETTER, NOISE, NOT_DUT, TOO_FEW, OTHER_ONLY, SMALL, WORSE,
-                             comparison, compare)
+                             SameRun, comparison, compare)
 from iopulse.histogram import Histogram
 from iopulse.record import RunWriter, load
 from iopulse.report.metrics import phase_rows
@@ -80,7 +80,8 @@ def _hist(values: list[int]) -> Any:
     return Histogram.from_values(K, values).to_pb()
 
 
-def write_run(path: str, phases: list[PhaseLoad], scheduler: str = "none") -> str:
+def write_run(path: str, phases: list[PhaseLoad], scheduler: str = "none",
+              session: str = "") -> str:
     """The phases one after the other, each two intervals long (its IOs split between them),
     between an idle interval before and after, as iopulsed would have sent them."""
     info = pb.Info(version="t", hostname="node1", kernel="6.12.0")
@@ -111,7 +112,8 @@ def write_run(path: str, phases: list[PhaseLoad], scheduler: str = "none") -> st
     intervals.append((1.0, {}, []))
     real, mono = T0_REAL, T0_MONO
     with RunWriter(path) as w:
-        w.write_json({"type": "header", "format": 1, "command": ["fio", "jobs.fio"]})
+        w.write_json({"type": "header", "format": 1, "command": ["fio", "jobs.fio"],
+                      **({"session": session} if session else {})})
         w.write_json({"type": "agent", "host": 0, "target": "unix:/run/h0.sock"})
         w.write_info(0, info.SerializeToString())
         for seq, (secs, loads, marks) in enumerate(intervals, 1):
@@ -142,7 +144,7 @@ def write_run(path: str, phases: list[PhaseLoad], scheduler: str = "none") -> st
     return path
 
 
-def qd_run(path: str, qd: int, seed: int) -> tuple[str, list[PhaseLoad]]:
+def qd_run(path: str, qd: int, seed: int, session: str = "") -> tuple[str, list[PhaseLoad]]:
     """One run of the benchmark at queue depth 1 or 16 on loop0, whose file lies on vda.
 
     The phases: warmup (QD1 runs only), write-fill and seqread (the same at either depth),
@@ -187,7 +189,7 @@ def qd_run(path: str, qd: int, seed: int) -> tuple[str, list[PhaseLoad]]:
     if qd == 16:
         out.append(PhaseLoad("verify", {"rw": "read"}, 1.0,
                              stacked(_lat(rnd, 300, 2000, 100_000), False, 4096, [])))
-    write_run(path, out, scheduler="none" if qd == 1 else "mq-deadline")
+    write_run(path, out, scheduler="none" if qd == 1 else "mq-deadline", session=session)
     return path, out
 
 
@@ -258,7 +260,7 @@ def test_the_device_under_tests_change_is_flagged_and_first(qd_runs):
     assert s and {c.verdict for c in s} == {OTHER_ONLY} and all(not c.base for c in s)
 
 
-def test_repeats_of_one_configuration_are_not_flagged(qd_runs):
+def test_repeats_of_one_configuration_are_not_flagged(qd_runs, tmp_path):
     """write-fill and seqread ran alike on both sides (within 3%); nothing there is flagged,
     and every change is smaller than what these runs could detect or below the minimum."""
     cmp = comparison(_runs(qd_runs, "qd1-a", "qd1-b"), _runs(qd_runs, "qd16-a", "qd16-b"))
@@ -269,8 +271,13 @@ def test_repeats_of_one_configuration_are_not_flagged(qd_runs):
         assert c.verdict in (NOISE, SMALL), c
         if c.verdict == NOISE:
             assert abs(c.judged_pct) <= c.detectable_pct * 1.05, c
-    # a, b against a, b: nothing flagged anywhere
-    again = compare(_runs(qd_runs, "qd1-a", "qd1-b"), _runs(qd_runs, "qd1-a", "qd1-b"))
+    # a, b against copies of a, b (files made without a recording session, so the copies
+    # count as other runs): nothing flagged anywhere
+    import shutil
+
+    copies = [load(shutil.copy(qd_runs[n][0], str(tmp_path / f"{n}-copy.iopulse")))
+              for n in ("qd1-a", "qd1-b")]
+    again = compare(_runs(qd_runs, "qd1-a", "qd1-b"), copies)
     assert not [c for c in again if c.flagged]
 
 
@@ -393,6 +400,35 @@ def test_device_option_that_matches_nothing_is_a_usage_error(qd_runs, capsys):
     argv = ["compare", qd_runs["qd1-a"][0], "--", qd_runs["qd16-a"][0], "--device", "nvme*"]
     assert main(argv) == 2
     assert "no device with IO matches --device nvme*" in capsys.readouterr().err
+
+
+def test_a_run_given_twice_is_refused(qd_runs, capsys, tmp_path):
+    """The same file twice, or a copy of one recording (the same session), counted as two
+    runs made every change significant (12 of 12 flagged, p < 0.001): refused, exit 2."""
+    import shutil
+
+    a1, a2 = (qd_run(str(tmp_path / f"s{i}.iopulse"), 1, 20 + i, f"record-s{i}")[0]
+              for i in (1, 2))
+    copy = str(tmp_path / "copy-of-s1.iopulse")
+    shutil.copy(a1, copy)
+    b1, b2 = qd_runs["qd16-a"][0], qd_runs["qd16-b"][0]
+    cases = [([a1, a1], [b1, b2], "the same file"),
+             ([a1, copy], [b1, b2], "the same recording (session record-s1)"),
+             ([a1, a2], [b1, b1], "the same file"),
+             ([a1, a2], [a2, b1], "the same file")]
+    for base, other, how in cases:
+        assert main(["compare", *base, "--", *other]) == 2, (base, other)
+        err = capsys.readouterr().err
+        assert how in err and "give each run once" in err, err
+    with pytest.raises(SameRun):
+        comparison([load(a1), load(copy)], _runs(qd_runs, "qd16-a", "qd16-b"))
+    # alone on each side nothing is judged (its values are the report's): said, not refused
+    assert main(["compare", a1, "--", copy]) == 0
+    out = capsys.readouterr().out
+    assert "the same recording (session record-s1): every change is 0" in out, out
+    # distinct recordings still compare
+    assert main(["compare", a1, a2, "--", b1, b2]) == 0
+    capsys.readouterr()
 
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

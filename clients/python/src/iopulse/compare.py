@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -295,6 +296,54 @@ class Comparison:
                 "changes": [c.to_dict() for c in self.changes]}
 
 
+class SameRun(ValueError):
+    """One recording given twice (the same file, or a copy of it): counted as two runs, it
+    would show its own values twice and make noise look like a change."""
+
+
+def _identities(run: Run) -> list[tuple[Any, ...]]:
+    """What tells one recording from another: the recording session its header names
+    (unique per `iopulse record`, kept by a copy of the file), and the file itself."""
+    out: list[tuple[Any, ...]] = []
+    try:
+        st = os.stat(run.path)
+        out.append(("file", st.st_dev, st.st_ino))
+    except OSError:
+        out.append(("file", os.path.realpath(run.path)))
+    session = run.header.get("session")
+    if isinstance(session, str) and session:
+        out.append(("session", session, run.header.get("created_realtime_ns")))
+    return out
+
+
+def check_distinct(base: Sequence[Run], other: Sequence[Run]) -> list[str]:
+    """Raises SameRun naming the first recording given twice on one side, or on both sides of
+    a comparison that judges changes (two runs or more a side). The same recording alone on
+    each side judges nothing (its values are the report's): that is returned as a note."""
+    seen: dict[tuple[Any, ...], tuple[str, str]] = {}
+    notes: list[str] = []
+    judged = len(base) >= 2 and len(other) >= 2
+    for side, runs in (("base", base), ("other", other)):
+        for n, r in enumerate(runs, 1):
+            where = f"{r.path} ({side} run {n})"
+            ids = _identities(r)
+            for ident in ids:
+                if ident not in seen:
+                    continue
+                how = (f"the same recording (session {ident[1]})" if ident[0] == "session"
+                       else "the same file")
+                first, first_side = seen[ident]
+                if first_side != side and not judged:
+                    notes.append(f"{first} and {where} are {how}: every change is 0")
+                    break
+                raise SameRun(f"{first} and {where} are {how}: a run given twice would "
+                              "count twice and make its own noise look like a change; give "
+                              "each run once")
+            for ident in ids:
+                seen.setdefault(ident, (where, side))
+    return notes
+
+
 PKey = tuple[str, int]              # phase name, occurrence
 DKey = tuple[str, str]              # host ("" for runs of one host each), device
 
@@ -462,9 +511,11 @@ def comparison(base: list[Run], other: list[Run], *, min_change: float = MIN_CHA
                exclude: Optional[Sequence[str]] = None) -> Comparison:
     """Every metric of every phase x host x device x op of two sets of runs, judged by the
     module's rule. devices and exclude are shell patterns of device names (sdb, 'loop*'):
-    with devices, only those are compared and all of them are under test."""
+    with devices, only those are compared and all of them are under test. A recording
+    given twice (the same file or a copy) raises SameRun (see check_distinct)."""
     if not base or not other:
         raise ValueError("compare: both sides need at least one run")
+    same = check_distinct(base, other)
     keep = _matcher(devices, exclude)
     bd = [_read(r, keep) for r in base]
     od = [_read(r, keep) for r in other]
@@ -525,7 +576,7 @@ def comparison(base: list[Run], other: list[Run], *, min_change: float = MIN_CHA
                     changes.append(c)
     settings, notes = _settings(base, other, sorted(seen_devices))
     return Comparison([r.path for r in base], [r.path for r in other], alpha, min_change,
-                      phases, changes, settings, notes, bool(devices))
+                      phases, changes, settings, same + notes, bool(devices))
 
 
 def compare(base: list[Run], other: list[Run], *, min_change: float = MIN_CHANGE,

@@ -7,9 +7,9 @@ import sys
 from typing import Optional
 
 from ..compare import (BETTER, NOISE, SMALL, VERDICTS, WORSE, Change, Comparison,
-                       PhaseComparison, SettingChange, comparison)
+                       PhaseComparison, SameRun, SettingChange, comparison)
 from ..record.reader import load
-from .common import EXIT_OK, EXIT_USAGE, console
+from .common import EXIT_OK, EXIT_USAGE, console, printable
 
 HELP = "compare runs: per phase, device and metric, each run's value, the change and a verdict"
 EXAMPLES = """examples:
@@ -26,7 +26,9 @@ tell from noise. The devices under test of a phase are those with at least half 
 device's IOs (a loop or dm device before the disk under it), or those given with --device;
 the others are listed after them and never flagged. With one run on a side nothing is judged:
 record each configuration at least twice. Phases keep the runs' order and match by name and
-order; labels and device settings that differ are shown."""
+order; labels and device settings that differ are shown. A recording given twice (the same
+file, or a copy of it: the same recording session) is refused (exit 2): it would count as two
+runs and make its own noise look like a change; alone on each side, it is noted."""
 CONNECTS = False
 OPTIONS_WITH_VALUE = ("--format", "--min-change", "-o", "--output", "--device", "--exclude",
                       "--target", "--timeout", "--connect-timeout")
@@ -348,8 +350,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     base = [load(p) for p in bpaths]
     other = [load(p) for p in opaths]
-    cmp = comparison(base, other, min_change=args.min_change, devices=args.device,
-                     exclude=args.exclude)
+    try:
+        cmp = comparison(base, other, min_change=args.min_change, devices=args.device,
+                         exclude=args.exclude)
+    except SameRun as e:
+        print(f"iopulse compare: {printable(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
     if args.device and not cmp.changes:
         print(f"iopulse compare: no device with IO matches --device "
               f"{' '.join(args.device)}", file=sys.stderr)
