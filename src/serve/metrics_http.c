@@ -15,14 +15,18 @@
 
 #include <microhttpd.h>
 
+#include "accept_guard.h"
 #include "iopulse.pb-c.h"
 #include "log.h"
 #include "metrics_pb.h"
 #include "metrics_text.h"
 
-/* Connections: at most this many open, this many from one address, closed when idle so long */
+/* Connections: at most this many open, this many from one address (a new one shuts the
+ * oldest that is not being served: accept_guard.h), a request's headers within so long of the
+ * connection or of its last answer, closed when idle so long */
 #define METRICS_CONNECTIONS 512
 #define METRICS_PER_ADDRESS 8
+#define METRICS_HEADERS_NS 3000000000ull
 #define METRICS_IDLE_S 10
 
 struct metrics_server {
@@ -30,6 +34,7 @@ struct metrics_server {
 	struct hub *hub;
 	int fd;
 	int port;
+	bool guarded;
 	unsigned int precision, max_threads;
 	struct iop_strlist threads;
 	char host[256];
@@ -125,6 +130,35 @@ static char *scrape(struct metrics_server *s, enum format fmt, size_t *len, cons
 	return body;
 }
 
+static int conn_fd(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return i ? i->connect_fd : -1;
+}
+
+/* The answer is sent: the connection waits for its next request's headers. */
+static void completed(void *cls, struct MHD_Connection *c, void **state,
+		      enum MHD_RequestTerminationCode why)
+{
+	struct metrics_server *s = cls;
+
+	(void)state;
+	(void)why;
+	accept_guard_settle_fd(s->port, conn_fd(c), false);
+}
+
+static void connection(void *cls, struct MHD_Connection *c, void **socket_state,
+		       enum MHD_ConnectionNotificationCode what)
+{
+	struct metrics_server *s = cls;
+
+	(void)socket_state;
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED)
+		accept_guard_gone(s->port, conn_fd(c));
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_len, void **state)
@@ -141,6 +175,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return MHD_NO;
 	if (!*state) {          /* headers only so far: answer on the next call */
 		*state = s;
+		accept_guard_settle_fd(s->port, conn_fd(c), true);
 		return MHD_YES;
 	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
@@ -238,15 +273,27 @@ int metrics_server_start(struct metrics_server **out, struct hub *hub, const str
 	s->fd = r;
 	/*
 	 * Slow or idle clients must not keep a scraper out: epoll lifts select()'s 1,024-fd
-	 * ceiling, so many connections may be open, each address holds at most a few, and an idle
-	 * one is closed after 10 s. A slowloris then needs METRICS_CONNECTIONS /
-	 * METRICS_PER_ADDRESS addresses to fill the server.
+	 * ceiling; the accept guard keeps at most METRICS_PER_ADDRESS connections from one
+	 * address and METRICS_CONNECTIONS in all, shutting the oldest one not being served to
+	 * make room for a new one (a scrape from any address gets in), and shuts one whose
+	 * request's headers took longer than METRICS_HEADERS_NS; libmicrohttpd's own cap is
+	 * above the guard's, and it closes a connection idle METRICS_IDLE_S.
 	 */
+	r = accept_guard_listen(s->port, METRICS_CONNECTIONS, METRICS_PER_ADDRESS,
+				METRICS_HEADERS_NS, "metrics.listen");
+	if (r) {
+		snprintf(err, errlen, "metrics.listen '%s': cannot guard the listener: %s",
+			 c->metrics_listen, strerror(-r));
+		metrics_server_stop(s);
+		return r;
+	}
+	s->guarded = true;
 	s->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 				handle, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)METRICS_PER_ADDRESS,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS + 16,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_IDLE_S,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, connection, s,
 				MHD_OPTION_END);
 	if (!s->d) {
 		snprintf(err, errlen, "metrics.listen '%s': the HTTP server did not start",
@@ -264,6 +311,8 @@ struct metrics_server *metrics_server_stop(struct metrics_server *s)
 		return NULL;
 	if (s->d)
 		MHD_stop_daemon(s->d);
+	if (s->guarded)
+		accept_guard_unlisten(s->port);
 	if (s->fd >= 0)
 		close(s->fd);
 	iop_strlist_free(&s->threads);

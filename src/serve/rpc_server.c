@@ -28,6 +28,7 @@
 #include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
+#include "accept_guard.h"
 #include "log.h"
 #include "phases.h"
 #include "rpc_rights.h"
@@ -46,6 +47,11 @@
  * over the configured limit reaches new_call and is refused with a message naming the key.
  */
 #define RECV_CAP (4u << 20)
+/* server.tcp: connections held at most, from one address, and the handshake's deadline (a
+ * connection that has not made a call is shut to make room: accept_guard.h) */
+#define TCP_CONNECTIONS 512
+#define TCP_PER_ADDRESS 64
+#define TCP_HANDSHAKE_MS 10000
 
 enum method { M_SUBSCRIBE, M_SNAPSHOT, M_INFO, M_MARK, M_COUNT };
 
@@ -421,6 +427,12 @@ static void new_call(struct rpc_server *s, enum method m, bool ok)
 			grpc_byte_buffer_destroy(sl->payload);
 		return;
 	}
+	if (s->tcp_port) {         /* a TCP connection that makes a call has settled */
+		char *peer = grpc_call_get_peer(sl->call);
+
+		accept_guard_settle_peer(s->tcp_port, peer);
+		gpr_free(peer);
+	}
 	read_payload(sl->payload, &req, &len);
 	if (sl->payload)
 		grpc_byte_buffer_destroy(sl->payload);
@@ -650,8 +662,8 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 		     char *err, size_t errlen)
 {
 	struct rpc_server *s;
-	grpc_arg args[4];
-	grpc_channel_args ch = { .num_args = 4, .args = args };
+	grpc_arg args[5];
+	grpc_channel_args ch = { .num_args = 5, .args = args };
 	char addr[sizeof(s->unix_path) + 8];
 	int r = 0, m, port;
 
@@ -680,6 +692,10 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 			      .value.integer = 0 };
 	args[3] = (grpc_arg){ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
 			      .value.integer = RECV_CAP };
+	/* a TCP peer that does not finish its TLS and HTTP/2 handshake is closed this soon
+	 * (gRPC core's default is 120 s) */
+	args[4] = (grpc_arg){ .type = GRPC_ARG_INTEGER, .key = GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+			      .value.integer = TCP_HANDSHAKE_MS };
 	s->request_bytes = o->request_bytes ? o->request_bytes : RECV_CAP;
 	s->server = grpc_server_create(&ch, NULL);
 	s->cq = grpc_completion_queue_create_for_next(NULL);
@@ -717,6 +733,13 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
 			goto fail;
 		}
 		s->tcp_port = port;
+		r = accept_guard_listen(port, TCP_CONNECTIONS, TCP_PER_ADDRESS, 0, "server.tcp");
+		if (r) {
+			snprintf(err, errlen, "server.tcp: cannot guard the listener: %s",
+				 strerror(-r));
+			grpc_server_start(s->server);
+			goto fail_started;
+		}
 	}
 	grpc_server_start(s->server);
 	if (s->unix_path[0] && o->mark_group && *o->mark_group) {
@@ -792,6 +815,8 @@ struct rpc_server *rpc_server_stop(struct rpc_server *s)
 	}
 	if (s->unix_path[0])
 		unlink(s->unix_path);
+	if (s->tcp_port)
+		accept_guard_unlisten(s->tcp_port);
 	if (s->fd_creds)
 		grpc_server_credentials_release(s->fd_creds);
 	grpc_shutdown_blocking();

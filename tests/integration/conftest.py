@@ -300,11 +300,12 @@ class DaemonFactory:
 
     def __call__(self, *args: str, config: Optional[str] = "default",
                  wait_ready: bool = True, ready_timeout: float = 20.0,
-                 env: Optional[dict[str, str]] = None) -> Daemon:
+                 env: Optional[dict[str, str]] = None, prefix: tuple[str, ...] = ()) -> Daemon:
         """Start iopulsed with args (plus -c CONFIG: the repository's example config unless
         config= names another file, or None for none) and wait for 'ready' on stderr.
-        env: variables added to this process's environment."""
-        argv = [self.binary]
+        env: variables added to this process's environment; prefix: a command that execs
+        iopulsed in the same process (("prlimit", "--nofile=1024:1024"))."""
+        argv = [*prefix, self.binary]
         if config == "default":
             config = self.default_config
         if config is not None:

@@ -44,11 +44,12 @@ def _metrics_port(d) -> int:
 
 
 class Prometheus:
-    def __init__(self, target: str, workdir: str, native: bool):
+    def __init__(self, target: str, workdir: str, native: bool, interval: str = "1s"):
         self.port = _free_port()
         cfg = os.path.join(workdir, "prometheus.yml")
+        timeout = "900ms" if interval == "1s" else "10s"
         with open(cfg, "w") as f:
-            f.write("global: {scrape_interval: 1s, scrape_timeout: 900ms}\n"
+            f.write(f"global: {{scrape_interval: {interval}, scrape_timeout: {timeout}}}\n"
                     "scrape_configs:\n  - job_name: iopulse\n"
                     f"    static_configs: [{{targets: ['{target}']}}]\n")
         self.log = open(os.path.join(workdir, "prometheus.log"), "wb")
