@@ -107,7 +107,9 @@ struct {
  * Per (tgid, tid, dev): struct iop_sync_val then the latency buckets; value size set at load.
  * A plain hash, not an LRU: the kernel never recycles an entry under a thread that is adding
  * to it (elements are freed after an RCU grace period), and the daemon removes the entries of
- * threads that have exited (src/collect/threads.c). A full table is counted, never silently dropped.
+ * threads that have exited, and idle entries of live threads when the unwatched share is full
+ * (src/collect/threads.c, under the thread's stripe: iopulse.h iop_sync_ctl). A full table is
+ * counted, never silently dropped.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -116,6 +118,14 @@ struct {
 	__uint(value_size, 8);
 	__uint(max_entries, IOP_MAX_THREADS_DEFAULT);
 } sync_table SEC(".maps");
+
+/* Names whose threads may take the sync table's reserved room (iopulse.h iop_watch_key). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct iop_watch_key);
+	__type(value, u32);
+	__uint(max_entries, IOP_SYNC_WATCH_MAX);
+} sync_watch SEC(".maps");
 
 /* All-zero template for new sync_table values (never written). */
 struct {
@@ -126,6 +136,8 @@ struct {
 } sync_zero SEC(".maps");
 
 __u64 globals[IOP_G_MAX] = {};
+/* The sync table's room, shared with the daemon (iopulse.h). */
+struct iop_sync_ctl sync_ctl = {};
 
 /* ---- helpers ---- */
 
@@ -1015,14 +1027,63 @@ static __always_inline int sync_enter(long fd, unsigned int kind, const bool cas
 	return 0;
 }
 
+/* Whether the current thread's name or its process's name is watched (sync_watch). */
+static __always_inline bool sync_watched(const char *comm, const char *process)
+{
+	struct iop_watch_key k = {};
+
+	__builtin_memcpy(k.name, comm, sizeof(k.name));
+	k.kind = IOP_WATCH_THREAD;
+	if (bpf_map_lookup_elem(&sync_watch, &k))
+		return true;
+	__builtin_memcpy(k.name, process, sizeof(k.name));
+	k.kind = IOP_WATCH_PROCESS;
+	return bpf_map_lookup_elem(&sync_watch, &k) != 0;
+}
+
+/*
+ * A new entry for key, or NULL when there is no room for it: the table is full, or the thread
+ * is not watched and the unwatched share is (iopulse.h iop_sync_ctl).
+ */
+static __always_inline struct iop_sync_val *sync_new_entry(struct iop_sync_key *key)
+{
+	struct iop_sync_val *val;
+	char comm[16], process[16] = {};
+	bool watched;
+	u32 zero = 0;
+	void *tmpl;
+
+	bpf_get_current_comm(comm, sizeof(comm));
+	bpf_probe_read_kernel_str(process, sizeof(process),
+				  bpf_get_current_task_btf()->group_leader->comm);
+	watched = sync_watched(comm, process);
+	if (!watched && sync_ctl.unwatched_max &&
+	    globals[IOP_G_SYNC_NEW] - sync_ctl.removed >= sync_ctl.unwatched_max)
+		return 0;
+	tmpl = bpf_map_lookup_elem(&sync_zero, &zero);
+	if (!tmpl)
+		return 0;
+	bpf_map_update_elem(&sync_table, key, tmpl, BPF_NOEXIST);
+	val = bpf_map_lookup_elem(&sync_table, key);
+	if (!val)
+		return 0;
+	__builtin_memcpy(val->comm, comm, sizeof(val->comm));
+	__builtin_memcpy(val->process, process, sizeof(val->process));
+	val->uid = (u32)bpf_get_current_uid_gid();
+	val->watched = watched;
+	/* only this thread writes its entry; the daemon skips it while gen is 0 */
+	val->gen = iop_fetch_add(&globals[IOP_G_SYNC_NEW], 1) + 1;
+	return val;
+}
+
 static __always_inline int sync_exit(void)
 {
 	u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), lat, off;
 	struct iop_sync_key key = {};
 	struct iop_sync_val *val;
 	struct sync_start *s;
-	u32 zero = 0, kind;
-	void *tmpl;
+	unsigned int *busy;
+	u32 kind;
 	u64 *buckets;
 
 	s = bpf_task_storage_get(&sync_start, bpf_get_current_task_btf(), 0, 0);
@@ -1032,27 +1093,28 @@ static __always_inline int sync_exit(void)
 	key.tgid = id >> 32;
 	key.pid = (u32)id;
 	key.dev = s->dev;
+	/*
+	 * Hold the thread's stripe while at its entry: the daemon removes an entry of a live
+	 * thread only with the stripe taken, so a call lands in an entry it has still to read.
+	 * (A locked add and then a load: in order on x86, and no fetch-add needed, Linux 5.12.)
+	 */
+	busy = &sync_ctl.busy[IOP_SYNC_STRIPE(key.pid)];
+	__sync_fetch_and_add(busy, 1);
+	if (*(volatile unsigned int *)busy >= IOP_SYNC_LOCKED) {
+		global_inc(IOP_G_SYNC_FULL);
+		goto release;
+	}
 	val = bpf_map_lookup_elem(&sync_table, &key);
+	if (!val)
+		val = sync_new_entry(&key);
 	if (!val) {
-		tmpl = bpf_map_lookup_elem(&sync_zero, &zero);
-		if (!tmpl)
-			goto out;
-		bpf_map_update_elem(&sync_table, &key, tmpl, BPF_NOEXIST);
-		val = bpf_map_lookup_elem(&sync_table, &key);
-		if (!val) {
-			global_inc(IOP_G_SYNC_FULL);
-			goto out;
-		}
-		bpf_get_current_comm(val->comm, sizeof(val->comm));
-		bpf_probe_read_kernel_str(val->process, sizeof(val->process),
-					  bpf_get_current_task_btf()->group_leader->comm);
-		/* only this thread writes its entry; the daemon skips it while gen is 0 */
-		val->gen = iop_fetch_add(&globals[IOP_G_SYNC_NEW], 1) + 1;
+		global_inc(IOP_G_SYNC_FULL);
+		goto release;
 	}
 	/* Only this thread writes this entry: plain adds are enough. */
 	kind = s->kind;
 	if (kind >= IOP_SYNC_MAX)
-		goto out;
+		goto release;
 	val->calls[kind]++;
 	val->lat_sum_ns[kind] += lat;
 	if (lat > val->lat_max_ns)
@@ -1063,7 +1125,9 @@ static __always_inline int sync_exit(void)
 	off = sizeof(struct iop_sync_val) / 8 + kind * hist_nb + iop_hist_index(lat, hist_k);
 	if (off < sync_u64s)
 		buckets[off]++;
-out:
+release:
+	/* a locked add: the entry's stores above are visible before the stripe is let go */
+	__sync_fetch_and_add(busy, -1);
 	s->ts = 0;
 	return 0;
 }

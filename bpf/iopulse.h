@@ -52,7 +52,9 @@ enum iop_global_id {
 	IOP_G_NO_SLOT = 0,        /* events for a device when every slot was taken */
 	IOP_G_INFLIGHT_FULL = 1,  /* dispatches that found their record set full (not timed) */
 	IOP_G_SYNC_NEW = 2,       /* sync-table entries created (also each entry's generation) */
-	IOP_G_SYNC_FULL = 3,      /* sync calls not recorded: the sync table was full */
+	IOP_G_SYNC_FULL = 3,      /* sync calls not recorded: no room for their thread in the sync
+	                           * table (full, or its unwatched share full, or the thread's idle
+	                           * entry being removed at that moment) */
 	IOP_G_NO_BIO_TS = 4,      /* dispatches whose first bio had no submission record */
 	IOP_G_BIO_EVICT = 5,      /* bio records taken over (mostly bios merged into a request) */
 	IOP_G_MAX = 8,
@@ -134,6 +136,45 @@ struct iop_sync_val {
 	unsigned long long last_ns;      /* completion time of the latest call */
 	unsigned long long gen;          /* creation number, never 0 once the entry is ready: a
 	                                  * re-created entry restarts its counts (no wrapping delta) */
+	unsigned int uid;                /* the thread's uid when the entry was made */
+	unsigned int watched;            /* made under a watched name (sync_watch): it may take the
+	                                  * reserved room */
+};
+
+/*
+ * sync_watch key: a thread name (IOP_WATCH_THREAD) or a process name (IOP_WATCH_PROCESS, the
+ * thread group leader's comm) whose threads get the sync table's reserved room. Filled by the
+ * daemon (src/collect/sync_watch.c).
+ */
+enum iop_watch_kind {
+	IOP_WATCH_THREAD = 0,
+	IOP_WATCH_PROCESS = 1,
+};
+
+struct iop_watch_key {
+	char name[16];
+	unsigned int kind;
+};
+
+#define IOP_SYNC_WATCH_MAX 256
+
+/*
+ * Room in the sync table, shared by the programs and the daemon (in the programs' .bss).
+ * Entries held = IOP_G_SYNC_NEW - removed. A thread whose name is not watched gets a new entry
+ * only while fewer than unwatched_max are held (0: no such bound); a watched one while the
+ * table has room. busy[IOP_SYNC_STRIPE(tid)] counts the sync_exit programs of that stripe's
+ * threads at work on their entries; the daemon takes a stripe (0 -> IOP_SYNC_LOCKED) to remove
+ * an entry of a live thread, so that no call lands in an entry after its last read: a call
+ * that finds its stripe taken is counted in IOP_G_SYNC_FULL.
+ */
+#define IOP_SYNC_STRIPES 1024
+#define IOP_SYNC_STRIPE(tid) ((tid) & (IOP_SYNC_STRIPES - 1))
+#define IOP_SYNC_LOCKED 0x40000000u
+
+struct iop_sync_ctl {
+	unsigned long long removed;      /* entries the daemon removed; only it writes this */
+	unsigned long long unwatched_max;
+	unsigned int busy[IOP_SYNC_STRIPES];
 };
 
 /* dev_cache entry: kdev -> slot1 = slot + 1 (0 while invalid), one word read and written

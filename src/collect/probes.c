@@ -179,6 +179,7 @@ static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 		/* not created without sync: the bio program's use of sync_start is then dead code */
 		bpf_map__set_autocreate(sync_maps[i], c->sync);
 	}
+	bpf_map__set_autocreate(s->maps.sync_watch, c->sync);
 }
 
 static int configure(struct probes *p, const struct probes_opts *o)
@@ -591,6 +592,8 @@ unsigned int probes_hist_nb(const struct probes *p) { return p->nb; }
 size_t probes_slot_u64s(const struct probes *p) { return p->slot_u64s; }
 uint32_t probes_max_devices(const struct probes *p) { return p->max_devices; }
 int probes_sync_fd(const struct probes *p) { return bpf_map__fd(p->skel->maps.sync_table); }
+int probes_sync_watch_fd(const struct probes *p) { return bpf_map__fd(p->skel->maps.sync_watch); }
+struct iop_sync_ctl *probes_sync_ctl(struct probes *p) { return &p->skel->bss->sync_ctl; }
 size_t probes_sync_value_size(const struct probes *p) { return p->sync_value_size; }
 uint32_t probes_sync_capacity(const struct probes *p)
 {

@@ -69,6 +69,9 @@ int probes_recycle_slots(struct probes *p);
 const volatile uint64_t *probes_globals(struct probes *p);
 
 int probes_sync_fd(const struct probes *p);
+int probes_sync_watch_fd(const struct probes *p);   /* names given reserved room (iopulse.h) */
+/* The sync table's room, shared with the programs (iopulse.h iop_sync_ctl). */
+struct iop_sync_ctl *probes_sync_ctl(struct probes *p);
 size_t probes_sync_value_size(const struct probes *p);
 uint32_t probes_sync_capacity(const struct probes *p);   /* sync-table entries */
 

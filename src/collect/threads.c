@@ -14,6 +14,8 @@
 
 #include "log.h"
 #include "sparse.h"
+#include "sync_evict.h"
+#include "sync_watch.h"
 
 /* What we saw of one kernel entry last time, to compute deltas. */
 struct prev {
@@ -22,6 +24,9 @@ struct prev {
 	bool tomb;               /* was used: lookups probe past it */
 	uint64_t kgen;           /* the kernel entry's creation number these values came from */
 	bool idle;               /* no calls in the latest interval */
+	bool watched;            /* a watched thread's (sync_watch.h): never removed while it lives */
+	uint32_t uid;
+	uint64_t last_ns;        /* its latest call */
 	uint64_t calls[IOP_SYNC_MAX];
 	uint64_t flush_bios;
 	uint64_t lat_sum[IOP_SYNC_MAX];
@@ -39,6 +44,8 @@ struct prev {
 struct threads {
 	struct probes *probes;
 	struct devices *devices;
+	struct sync_watch *watch;
+	struct iop_sync_ctl *ctl;
 	unsigned int nb, k;
 	size_t cap;              /* hash capacity, power of two */
 	size_t used, tombs;      /* entries held, and removed ones still probed past */
@@ -71,7 +78,8 @@ int threads_new(struct threads **out, struct probes *p, struct devices *d)
 	t->capacity = probes_sync_capacity(p);
 	t->vals = malloc(64 * t->vsize);
 	t->merged = malloc(t->nb * sizeof(uint64_t));
-	if (!t->tab || !t->vals || !t->merged) {
+	t->ctl = probes_sync_ctl(p);
+	if (!t->tab || !t->vals || !t->merged || sync_watch_new(&t->watch)) {
 		threads_free(t);
 		return -ENOMEM;
 	}
@@ -90,6 +98,7 @@ struct threads *threads_free(struct threads *t)
 	free(t->tab);
 	free(t->vals);
 	free(t->merged);
+	sync_watch_free(t->watch);
 	free(t->out);
 	free(t->out_start);
 	sparse_release(&t->arena);
@@ -307,6 +316,18 @@ static int take_entry(struct threads *t, const struct iop_config *c, const struc
 	for (i = 0; i < IOP_SYNC_MAX; i++)
 		dcalls += v->calls[i] - p->calls[i];
 	p->idle = dcalls == 0;
+	p->uid = v->uid;
+	p->last_ns = v->last_ns;
+	if (reset) {
+		char comm[16], process[16];
+
+		snprintf(comm, sizeof(comm), "%.15s", v->comm);
+		snprintf(process, sizeof(process), "%.15s", v->process);
+		p->watched = v->watched || sync_watch_match(c, comm, process);
+		/* a name a wildcard glob watches: new threads of that name get the reserved room */
+		if (p->watched && !v->watched)
+			sync_watch_seen(t->watch, probes_sync_watch_fd(t->probes), c, comm);
+	}
 	/* an entry without calls since the last read has the buckets we keep already */
 	if (dcalls || reset) {
 		for (j = 0; j < nb; j++) {
@@ -396,6 +417,92 @@ static uint64_t remove_exited(struct threads *t, int fd, size_t live)
 	return removed;
 }
 
+/* The entries kept for watched threads: limits.threads_reserved, at most half the table. */
+static uint32_t threads_reserved(const struct iop_config *c, uint32_t capacity)
+{
+	return c->threads_reserved < capacity / 2 ? c->threads_reserved : capacity / 2;
+}
+
+/*
+ * Removes the entry of key k of a live thread with its thread's stripe taken (iopulse.h
+ * iop_sync_ctl), its last values read into val: 1, 0 when a call of that stripe is at work
+ * (tried again next interval), or -errno.
+ */
+static int remove_live(struct threads *t, int fd, const struct iop_sync_key *k, void *val)
+{
+	unsigned int *busy = &t->ctl->busy[IOP_SYNC_STRIPE(k->pid)], idle = 0;
+	int r = 1;
+
+	if (!__atomic_compare_exchange_n(busy, &idle, IOP_SYNC_LOCKED, false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST))
+		return 0;
+	if (bpf_map_lookup_elem(fd, k, val))
+		r = errno == ENOENT ? 0 : -errno;
+	else if (bpf_map_delete_elem(fd, k))
+		r = -errno;
+	__atomic_fetch_sub(busy, IOP_SYNC_LOCKED, __ATOMIC_SEQ_CST);
+	return r;
+}
+
+/*
+ * When the entries held reach the unwatched share less a sixteenth of it, removes idle
+ * entries of live threads (not watched ones) down to there, the uid holding the most first
+ * (sync_evict_pick()), so that one user's threads cannot keep others' out. Their last calls
+ * are reported with this interval: nothing counted is lost, and a thread that calls again
+ * gets a new entry counted from zero (its new creation number). Returns the number removed,
+ * or -errno.
+ */
+static long evict_idle(struct threads *t, const struct iop_config *c, int fd, size_t held,
+		       size_t *count, int *last_tgid, char *last_name, int *last_osd)
+{
+	size_t limit = t->ctl->unwatched_max, target = limit - (limit / 16 ?: 1), n = 0, i, extra;
+	struct sync_evict_entry *cand;
+	struct iop_sync_key *keys;
+	size_t *pick;
+	long got, removed = 0, r = 0;
+
+	if (!limit || held <= target)
+		return 0;
+	cand = calloc(t->used ?: 1, sizeof(*cand));
+	keys = calloc(t->used ?: 1, sizeof(*keys));
+	pick = calloc(t->used ?: 1, sizeof(*pick));
+	if (!cand || !keys || !pick) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < t->cap; i++) {
+		const struct prev *p = &t->tab[i];
+
+		if (p->gen != t->gen)
+			continue;
+		cand[n] = (struct sync_evict_entry){ .uid = p->uid, .keep = p->watched || !p->idle,
+						     .last_ns = p->last_ns };
+		keys[n++] = p->key;
+	}
+	/* entries still being made by their threads are held but not read yet */
+	extra = held > n ? held - n : 0;
+	got = sync_evict_pick(cand, n, target > extra ? target - extra : 0, pick);
+	for (i = 0; got > 0 && i < (size_t)got && !r; i++) {
+		const struct iop_sync_key *k = &keys[pick[i]];
+		int e = remove_live(t, fd, k, t->vals);
+
+		if (e <= 0) {
+			r = e;
+			continue;
+		}
+		removed++;
+		r = take_entry(t, c, k, t->vals, count, last_tgid, last_name, last_osd);
+		if (!r)
+			prev_remove(t, prev_get(t, k));
+	}
+	r = got < 0 ? got : r;
+out:
+	free(cand);
+	free(keys);
+	free(pick);
+	return r < 0 ? r : removed;
+}
+
 int threads_collect(struct threads *t, const struct iop_config *c,
 		    struct iop_thread_interval **out, size_t *n, uint64_t *evicted)
 {
@@ -407,6 +514,10 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 
 	t->gen++;
 	sparse_reset(&t->arena);
+	t->ctl->unwatched_max = t->capacity - threads_reserved(c, t->capacity);
+	r = sync_watch_refresh(t->watch, probes_sync_watch_fd(t->probes), c);
+	if (r)
+		return r;
 	/* batched reads: a few syscalls for the whole table instead of two per entry */
 	while (!done) {
 		uint32_t got = 64;
@@ -426,6 +537,14 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 				return r;
 		}
 	}
+	*evicted = remove_exited(t, fd, live);
+	r = evict_idle(t, c, fd, live - *evicted, &count, &last_tgid, last_name, &last_osd);
+	if (r < 0)
+		return r;
+	*evicted += (uint64_t)r;
+	/* the entries the programs count as held (iopulse.h iop_sync_ctl) */
+	__atomic_store_n(&t->ctl->removed, t->ctl->removed + *evicted, __ATOMIC_RELEASE);
+	r = 0;
 	/* the arena may have moved while growing: set the pointers at the end */
 	for (i = 0; i < count; i++) {
 		struct iop_thread_interval *o = &t->out[i];
@@ -442,7 +561,6 @@ int threads_collect(struct threads *t, const struct iop_config *c,
 	for (i = 0; i < t->cap; i++)
 		if (t->tab[i].gen && t->tab[i].gen != t->gen)
 			prev_remove(t, &t->tab[i]);
-	*evicted = remove_exited(t, fd, live);
 	/* after a burst of threads, give the table's memory back */
 	if (t->cap > THREADS_CAP_MIN && t->used * 8 < t->cap) {
 		r = rebuild(t, t->cap / 2);

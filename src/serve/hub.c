@@ -37,6 +37,7 @@ struct hub_sub {
 	pb_update *carry;           /* intervals that left the ring before it took them */
 	char *session;              /* holds this session's open phases; NULL for none */
 	char *owner;                /* who holds it (phases_submit_as) */
+	char *reader;               /* a client without the right to mark: who it is */
 	struct hub_sub *prev, *next;
 };
 
@@ -131,6 +132,7 @@ static void sub_free(struct hub_sub *s)
 	update_free(s->carry);
 	free(s->session);
 	free(s->owner);
+	free(s->reader);
 	free(s);
 }
 
@@ -423,11 +425,51 @@ static int check_devices(struct hub *h, char **names, size_t n, char *err, size_
 int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub **out,
 		  char *err, size_t errlen)
 {
-	return hub_subscribe_as(h, req, len, "", out, err, errlen);
+	return hub_subscribe_as(h, req, len, "", NULL, out, err, errlen);
+}
+
+/* Streams held by clients without the right to mark, in all and by reader (lock held). */
+static unsigned int readers(const struct hub *h, const char *reader)
+{
+	const struct hub_sub *s;
+	unsigned int n = 0;
+
+	for (s = h->subs; s; s = s->next)
+		n += s->reader && (!reader || !strcmp(s->reader, reader));
+	return n;
+}
+
+/* Room for one more stream (lock held): 0, or -EBUSY and the bound in err. */
+static int room_for(const struct hub *h, const char *reader, char *err, size_t errlen)
+{
+	unsigned int all = h->lim.subscribers, reserve = all / 8, per = all / 4 ? all / 4 : 1;
+	unsigned int mine;
+
+	if (h->nsubs >= all) {
+		snprintf(err, errlen, "%u streams are open, the most allowed (server.subscribers)",
+			 h->nsubs);
+		return -EBUSY;
+	}
+	if (!reader)
+		return 0;
+	mine = readers(h, NULL);
+	if (mine >= all - reserve) {
+		snprintf(err, errlen, "clients without the right to mark hold %u streams: the last "
+			 "%u of server.subscribers (%u) are kept for clients with it", mine, reserve,
+			 all);
+		return -EBUSY;
+	}
+	mine = readers(h, reader);
+	if (mine >= per) {
+		snprintf(err, errlen, "%s holds %u streams, the most one client without the right "
+			 "to mark may (a quarter of server.subscribers, %u)", reader, mine, all);
+		return -EBUSY;
+	}
+	return 0;
 }
 
 int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *owner,
-		     struct hub_sub **out, char *err, size_t errlen)
+		     const char *peer, struct hub_sub **out, char *err, size_t errlen)
 {
 	Iopulse__V1__SubscribeRequest *q = iopulse__v1__subscribe_request__unpack(NULL, len, req);
 	struct hub_sub *s;
@@ -478,14 +520,18 @@ int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *
 			return -ENOMEM;
 		}
 	}
+	if (!owner) {
+		s->reader = strdup(peer && *peer ? peer : "?");
+		if (!s->reader) {
+			iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+			sub_free(s);
+			return -ENOMEM;
+		}
+	}
 	r = copy_strings(&s->f.devices, &s->f.ndevices, q->devices, q->n_devices);
 	r = r ?: copy_strings(&s->f.threads, &s->f.nthreads, q->threads, q->n_threads);
 	pthread_mutex_lock(&h->lock);
-	if (!r && h->nsubs >= h->lim.subscribers) {
-		snprintf(err, errlen, "%u streams are open, the most allowed (server.subscribers)",
-			 h->nsubs);
-		r = -EBUSY;
-	}
+	r = r ?: room_for(h, s->reader, err, errlen);
 	r = r ?: check_devices(h, q->devices, q->n_devices, err, errlen);
 	if (!r) {
 		s->next_seq = h->last_seq + 1;

@@ -398,8 +398,8 @@ static void subscribe(struct rpc_server *s, struct call *c, const uint8_t *req, 
 	int r;
 
 	call_owner(c->call, owner, sizeof(owner));
-	r = rpc_stream_open(&s->streams, &c->st, req, len, right ? owner : NULL, s->stop, err,
-			    sizeof(err));
+	r = rpc_stream_open(&s->streams, &c->st, req, len, right ? owner : NULL, owner, s->stop,
+			    err, sizeof(err));
 	if (r) {
 		finish_call(c, true, NULL, status_of(r), err);
 		return;

@@ -16,10 +16,11 @@ void rpc_streams_init(struct rpc_streams *ss, struct hub *hub)
 }
 
 int rpc_stream_open(struct rpc_streams *ss, struct rpc_stream *st, const uint8_t *req,
-		    size_t len, const char *owner, bool stopping, char *err, size_t errlen)
+		    size_t len, const char *owner, const char *peer, bool stopping, char *err,
+		    size_t errlen)
 {
-	int r = stopping ? -EAGAIN : hub_subscribe_as(ss->hub, req, len, owner, &st->sub, err,
-						      errlen);
+	int r = stopping ? -EAGAIN : hub_subscribe_as(ss->hub, req, len, owner, peer, &st->sub,
+						      err, errlen);
 
 	if (r) {
 		if (!err[0])

@@ -37,11 +37,12 @@ void rpc_streams_init(struct rpc_streams *ss, struct hub *hub);
 
 /*
  * Subscribe st with the packed request req for owner (NULL: a client without the right to
- * mark); stopping: the server stops. 0: st is a stream and a replay may be due at once; else
+ * mark, known as peer: hub_subscribe_as); stopping: the server stops. 0: st is a stream and a replay may be due at once; else
  * -errno, st closed and err (empty on entry) says why.
  */
 int rpc_stream_open(struct rpc_streams *ss, struct rpc_stream *st, const uint8_t *req,
-		    size_t len, const char *owner, bool stopping, char *err, size_t errlen);
+		    size_t len, const char *owner, const char *peer, bool stopping, char *err,
+		    size_t errlen);
 /* The call ends: st unsubscribes and leaves the streams (nothing if it never became one). */
 void rpc_stream_release(struct rpc_streams *ss, struct rpc_stream *st);
 

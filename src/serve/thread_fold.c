@@ -7,10 +7,20 @@
 
 typedef Iopulse__V1__ThreadSync thread_pb;
 
-/* The folded entries of an Update, found by name (named) or by device (other). */
+/*
+ * The folded entries of an Update, found by name (named) or by device (other). named is in
+ * the order of last use, the least recently used first (compact() moves the entries a fold
+ * used to the end of the Update); pos: each one's position in the Update, born: when this
+ * fold made it, used: when it last added to it (both 0: not yet). A name gives way in that
+ * order (lru: the next to look at, for an OSD's name and for others'), unless used again
+ * after it took its place.
+ */
 struct targets {
 	thread_pb **named, **other;
-	size_t nnamed, nother;
+	size_t *pos;
+	uint64_t *born, *used, uses;
+	size_t nnamed, nother, names;   /* names: named entries not given up (NULL) */
+	size_t lru[2];
 };
 
 static const char *str(const char *s)
@@ -45,17 +55,25 @@ static int targets_init(struct targets *g, const pb_update *u)
 
 	g->named = calloc(n, sizeof(*g->named));
 	g->other = calloc(n, sizeof(*g->other));
-	g->nnamed = g->nother = 0;
-	if (!g->named || !g->other)
+	g->pos = calloc(n, sizeof(*g->pos));
+	g->used = calloc(n, sizeof(*g->used));
+	g->born = calloc(n, sizeof(*g->born));
+	g->nnamed = g->nother = g->names = 0;
+	g->uses = 0;
+	g->lru[0] = g->lru[1] = 0;
+	if (!g->named || !g->other || !g->pos || !g->used || !g->born)
 		return -ENOMEM;
 	for (i = 0; i < u->n_threads; i++) {
 		thread_pb *t = u->threads[i];
 
-		if (is_other(t))
+		if (is_other(t)) {
 			g->other[g->nother++] = t;
-		else if (t->threads_folded)
+		} else if (t->threads_folded) {
+			g->pos[g->nnamed] = i;
 			g->named[g->nnamed++] = t;
+		}
 	}
+	g->names = g->nnamed;
 	return 0;
 }
 
@@ -63,6 +81,9 @@ static void targets_release(struct targets *g)
 {
 	free(g->named);
 	free(g->other);
+	free(g->pos);
+	free(g->used);
+	free(g->born);
 }
 
 /* Turns t itself into a folded entry: of its name (named), or its device's other threads. */
@@ -95,34 +116,31 @@ static int absorb(thread_pb *into, thread_pb *t)
 	return r;
 }
 
-/* The entry of list (n long) that t folds into by match, or NULL. */
-static thread_pb *find(thread_pb **list, size_t n, const thread_pb *t,
-		       bool (*match)(const thread_pb *, const thread_pb *))
+/* The position in list (n long, NULLs skipped) of the entry t folds into by match, or n. */
+static size_t find_at(thread_pb **list, size_t n, const thread_pb *t,
+		      bool (*match)(const thread_pb *, const thread_pb *))
 {
 	size_t j;
 
 	for (j = 0; j < n; j++)
-		if (match(list[j], t))
-			return list[j];
-	return NULL;
+		if (list[j] && match(list[j], t))
+			return j;
+	return n;
 }
 
-/*
- * Folds entry i of u: into its name's totals when named (and there is room for the name),
- * else into its device's other threads. The slot is set to NULL when t was absorbed.
- */
-static int fold_one(pb_update *u, size_t i, struct targets *g, bool named)
+static thread_pb *find(thread_pb **list, size_t n, const thread_pb *t,
+		       bool (*match)(const thread_pb *, const thread_pb *))
 {
-	thread_pb *t = u->threads[i], *into = NULL;
+	size_t j = find_at(list, n, t, match);
 
-	if (named) {
-		into = find(g->named, g->nnamed, t, same_name);
-		if (!into && g->nnamed < THREAD_FOLD_NAMES_MAX) {
-			g->named[g->nnamed++] = t;
-			return become_folded(t, true);
-		}
-	}
-	into = into ?: find(g->other, g->nother, t, same_dev);
+	return j < n ? list[j] : NULL;
+}
+
+/* Folds entry at position i of u into its device's other threads (absorbed, or it becomes that). */
+static int fold_other(pb_update *u, size_t i, struct targets *g)
+{
+	thread_pb *t = u->threads[i], *into = find(g->other, g->nother, t, same_dev);
+
 	if (into) {
 		u->threads[i] = NULL;
 		return absorb(into, t);
@@ -131,14 +149,91 @@ static int fold_one(pb_update *u, size_t i, struct targets *g, bool named)
 	return become_folded(t, false);
 }
 
-static void compact(pb_update *u)
+/*
+ * Frees a name for t: the least recently used name gives way, its totals folding into its
+ * device's other threads. A Ceph OSD's name (osd_id set) gives way only to another OSD's.
+ * 0 (g->names then has room), 1 when no name may go, or -ENOMEM.
+ */
+static int free_a_name(pb_update *u, struct targets *g, const thread_pb *t)
 {
-	size_t i, n = 0;
+	bool osd = t->osd_id >= 0;
+	size_t *j = &g->lru[osd];
 
+	for (; *j < g->nnamed; (*j)++) {
+		thread_pb *x = g->named[*j];
+
+		if (!x || g->used[*j] != g->born[*j] || (x->osd_id >= 0 && !osd))
+			continue;
+		g->named[*j] = NULL;
+		g->names--;
+		return fold_other(u, g->pos[(*j)++], g);
+	}
+	return 1;
+}
+
+/*
+ * Folds entry i of u: into its name's totals when named (and there is room for the name),
+ * else into its device's other threads. The slot is set to NULL when t was absorbed.
+ */
+static int fold_one(pb_update *u, size_t i, struct targets *g, bool named)
+{
+	thread_pb *t = u->threads[i];
+	size_t j;
+	int r;
+
+	if (!named)
+		return fold_other(u, i, g);
+	j = find_at(g->named, g->nnamed, t, same_name);
+	if (j < g->nnamed) {
+		g->used[j] = ++g->uses;
+		u->threads[i] = NULL;
+		return absorb(g->named[j], t);
+	}
+	r = g->names < THREAD_FOLD_NAMES_MAX ? 0 : free_a_name(u, g, t);
+	if (r)
+		return r < 0 ? r : fold_other(u, i, g);
+	g->pos[g->nnamed] = i;
+	g->used[g->nnamed] = g->born[g->nnamed] = ++g->uses;
+	g->named[g->nnamed++] = t;
+	g->names++;
+	return become_folded(t, true);
+}
+
+static int by_use(const void *a, const void *b, void *ctx)
+{
+	const uint64_t *used = ctx;
+	uint64_t x = used[*(const size_t *)a], y = used[*(const size_t *)b];
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Drops u's emptied slots. With g, the named entries this fold used move to the end in the
+ * order of their use, so that the Update's named entries stay least recently used first.
+ */
+static int compact(pb_update *u, struct targets *g)
+{
+	size_t i, j, n = 0, k = 0, *last = NULL;
+
+	if (g && g->uses) {
+		last = calloc(g->nnamed, sizeof(*last));
+		if (!last)
+			return -ENOMEM;
+		for (j = 0; j < g->nnamed; j++)
+			if (g->named[j] && g->used[j]) {
+				last[k++] = j;
+				u->threads[g->pos[j]] = NULL;   /* put back below */
+			}
+		qsort_r(last, k, sizeof(*last), by_use, g->used);
+	}
 	for (i = 0; i < u->n_threads; i++)
 		if (u->threads[i])
 			u->threads[n++] = u->threads[i];
+	for (j = 0; j < k; j++)
+		u->threads[n++] = g->named[last[j]];
 	u->n_threads = n;
+	free(last);
+	return 0;
 }
 
 int thread_fold_exited(pb_update *u, thread_alive_fn alive)
@@ -150,12 +245,13 @@ int thread_fold_exited(pb_update *u, thread_alive_fn alive)
 	for (i = 0; !r && i < u->n_threads; i++) {
 		thread_pb *t = u->threads[i];
 
-		if (t->threads_folded || alive(t->pid, t->tid))
+		/* (a slot a name gave way from is empty) */
+		if (!t || t->threads_folded || alive(t->pid, t->tid))
 			continue;
 		r = fold_one(u, i, &g, true);
 		n++;
 	}
-	compact(u);
+	r = compact(u, r ? NULL : &g) ?: r;
 	targets_release(&g);
 	return r ? r : n;
 }
@@ -206,7 +302,7 @@ int thread_fold_to_fit(pb_update *u, size_t max_bytes)
 			/* slots emptied by absorb keep the positions of the others */
 			for (k = 0; !r && k < (n > 1 ? n / 2 : 1); k++)
 				r = fold_one(u, pick[k], &g, false);
-			compact(u);
+			compact(u, NULL);
 			targets_release(&g);
 		}
 	}

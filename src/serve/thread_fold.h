@@ -13,8 +13,11 @@
 typedef bool (*thread_alive_fn)(uint32_t pid, uint32_t tid);
 
 /*
- * Totals per (comm, process, osd_id, device) kept; threads of further names fold into the
- * device's entry for other threads (comm and process empty).
+ * Totals per (comm, process, osd_id, device) kept. A name past these takes the place of the
+ * least recently used one, whose totals fold into its device's entry for other threads (comm
+ * and process empty): a name seen again lately keeps its totals, and the names of exited
+ * threads do not hold their places for the daemon's life. An OSD's name (osd_id set) gives
+ * way only to another OSD's.
  */
 #define THREAD_FOLD_NAMES_MAX 1024
 

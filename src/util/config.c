@@ -66,6 +66,7 @@ int config_init_defaults(struct iop_config *c)
 		.sync_enabled = true,
 		.max_devices = 64,
 		.max_threads = 1024,
+		.threads_reserved = 128,
 		.max_inflight = 65536,
 		.log_level = IOP_LOG_INFO,
 		.bpf_stats = false,
@@ -190,6 +191,8 @@ int config_copy(struct iop_config *dst, const struct iop_config *src)
 static const struct key limits_keys[] = {
 	{ .name = "devices", .type = KEY_UINT, .offset = FIELD(max_devices), .min = 1, .max = 4096 },
 	{ .name = "threads", .type = KEY_UINT, .offset = FIELD(max_threads), .min = 16, .max = 1048576 },
+	{ .name = "threads_reserved", .type = KEY_UINT, .offset = FIELD(threads_reserved),
+	  .min = 0, .max = 524288 },
 	{ .name = "inflight", .type = KEY_UINT, .offset = FIELD(max_inflight),
 	  .min = 1024, .max = 4194304 },
 	{ .name = NULL },

@@ -56,6 +56,8 @@ struct iop_config {
 	bool sync_enabled;             /* sync.enabled: default true */
 	uint32_t max_devices;          /* limits.devices: 1..4096, default 64 */
 	uint32_t max_threads;          /* limits.threads: 16..1048576, default 1024 */
+	uint32_t threads_reserved;     /* limits.threads_reserved: of those, kept for watched
+	                                * threads (at most half), default 128 */
 	uint32_t max_inflight;         /* limits.inflight: 1024..4194304, default 65536 */
 	char *ceph_osd_dir;            /* ceph.osd_dir: default "/var/lib/ceph/osd" */
 	enum iop_log_level log_level;  /* log.level: error|warning|info|debug, default info */

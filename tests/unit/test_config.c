@@ -112,6 +112,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.thread_exclude.n, 0);
 	ck_assert_uint_eq(c.max_devices, 64);
 	ck_assert_uint_eq(c.max_threads, 1024);
+	ck_assert_uint_eq(c.threads_reserved, 128);
 	ck_assert_uint_eq(c.max_inflight, 65536);
 	ck_assert_str_eq(c.ceph_osd_dir, "/var/lib/ceph/osd");
 	ck_assert_int_eq(c.log_level, IOP_LOG_INFO);
@@ -236,6 +237,9 @@ START_TEST(test_partial_keeps_defaults)
 	/* A second file replaces only the keys it names. */
 	ck_assert_int_eq(load_text(&c, "limits:\n  threads: 2048\n", err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.max_threads, 2048);
+	ck_assert_int_eq(load_text(&c, "limits:\n  threads_reserved: 0\n", err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.threads_reserved, 0);
+	ck_assert_uint_eq(c.max_threads, 2048);
 	ck_assert_uint_eq(c.hist_precision, 2);
 	ck_assert(strlist_is(&c.dev_include, 1, one));
 	config_release(&c);
@@ -345,7 +349,7 @@ static const struct bad_case bad_cases[] = {
 	{ "sync:\n  threads:\n    includ: [fio*]\n", "3:5", "sync.threads.includ",
 	  "unknown key (expected include, exclude)" },
 	{ "limits:\n  device: 4\n", "2:3", "limits.device",
-	  "unknown key (expected devices, threads, inflight)" },
+	  "unknown key (expected devices, threads, threads_reserved, inflight)" },
 	{ "ceph:\n  osd: /x\n", "2:3", "ceph.osd", "unknown key (expected osd_dir)" },
 	{ "log:\n  lvl: info\n", "2:3", "log.lvl", "unknown key (expected level)" },
 	{ "Interval: 1s\n", "1:1", "Interval", "unknown key" },
@@ -397,6 +401,8 @@ static const struct bad_case bad_cases[] = {
 	{ "limits:\n  threads: 15\n", "2:12", "limits.threads", "15 is out of range (16..1048576)" },
 	{ "limits:\n  threads: 1048577\n", "2:12", "limits.threads",
 	  "1048577 is out of range (16..1048576)" },
+	{ "limits:\n  threads_reserved: 524289\n", "2:21", "limits.threads_reserved",
+	  "524289 is out of range (0..524288)" },
 	{ "limits:\n  inflight: 1023\n", "2:13", "limits.inflight",
 	  "1023 is out of range (1024..4194304)" },
 	{ "limits:\n  inflight: 4194305\n", "2:13", "limits.inflight",

@@ -1,6 +1,7 @@
 /* test_hub.c - Updates from intervals, exact merging, the ring and slow subscribers */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
@@ -635,6 +636,57 @@ START_TEST(test_snapshot_counts_marks_and_subscribers_are_bounded)
 }
 END_TEST
 
+/* Readers (clients without the right to mark) hold at most a quarter of server.subscribers
+ * each, and the last eighth are kept for clients that may mark. */
+START_TEST(test_readers_cannot_take_every_stream)
+{
+	struct server_limits l = *lim(20);
+	struct hub_sub *subs[16];
+	char err[256];
+	uint8_t *sreq;
+	size_t slen;
+	struct hub *h;
+	int i, n = 0;
+
+	l.subscribers = 16;         /* 4 per reader, the last 2 for markers */
+	ck_assert_int_eq(hub_new(&h, 1000, 600000, &l), 0);
+	sreq = subscribe_req(1, &slen);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, "uid:65534", &subs[n++],
+						  err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, "uid:65534", &subs[n], err,
+					  sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "uid:65534 holds 4 streams"));
+	for (i = 0; i < 10; i++) {        /* other readers: up to 14 of 16 */
+		char who[16];
+
+		snprintf(who, sizeof(who), "uid:%d", 1000 + i / 4);
+		ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, who, &subs[n++], err,
+						  sizeof(err)), 0);
+	}
+	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, "uid:2000", &subs[n], err,
+					  sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "are kept for clients with it"));
+	/* a client that may mark gets the last two, then nobody */
+	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, "uid:0", "uid:0", &subs[n++], err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, "uid:0", "uid:0", &subs[n++], err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, "uid:0", "uid:0", &subs[n], err,
+					  sizeof(err)), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err, "the most allowed (server.subscribers)"));
+	/* a reader's stream gone: that reader may open one again */
+	hub_unsubscribe(h, subs[0]);
+	subs[0] = NULL;
+	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, "uid:65534", &subs[0], err,
+					  sizeof(err)), 0);
+	for (i = 0; i < n; i++)
+		hub_unsubscribe(h, subs[i]);
+	free(sreq);
+	hub_free(h);
+}
+END_TEST
+
 /*
  * A session over 64 characters is refused, and the hub is not left locked (it was, found by
  * fuzz_requests: the next publish or subscribe hung the daemon).
@@ -726,6 +778,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_merges_stop_at_phase_edges);
 	tcase_add_test(tc, test_precision_change_is_not_merged);
 	tcase_add_test(tc, test_snapshot_counts_marks_and_subscribers_are_bounded);
+	tcase_add_test(tc, test_readers_cannot_take_every_stream);
 	tcase_add_test(tc, test_ring_is_bounded_in_bytes);
 	tcase_add_test(tc, test_long_session_is_refused_without_holding_the_lock);
 	suite_add_tcase(s, tc);

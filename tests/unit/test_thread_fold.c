@@ -199,6 +199,74 @@ START_TEST(names_past_the_bound_fold_into_other_threads)
 }
 END_TEST
 
+/* A thread of a process that is not a Ceph OSD. */
+static thread_pb *plain_thread(uint32_t tid, const char *comm, uint64_t calls)
+{
+	thread_pb *t = thread(9, tid, comm, 0, calls, 1);
+
+	free(t->process);
+	t->process = strdup("other");
+	t->osd_id = -1;
+	return t;
+}
+
+/* The named folded entry of comm in u, or NULL. */
+static const thread_pb *named_entry(const pb_update *u, const char *comm)
+{
+	size_t i;
+
+	for (i = 0; i < u->n_threads; i++)
+		if (u->threads[i]->threads_folded && !strcmp(u->threads[i]->comm, comm))
+			return u->threads[i];
+	return NULL;
+}
+
+/*
+ * The issue's case: exited threads with a name each fill the names; a later name must still
+ * get its own totals (the least recently used name gives way), a name used lately keeps its
+ * place, and an OSD's name is not pushed out by other processes' names.
+ */
+START_TEST(least_recently_used_names_give_way)
+{
+	pb_update *u = update(4000);
+	struct totals before;
+	char name[16];
+	uint32_t tid = 10;
+	size_t i;
+
+	add(u, thread(3, tid++, "bstore_kv_final", 0, 4, 1));       /* an OSD's, first of all */
+	add(u, plain_thread(tid++, "kept-name", 1));
+	for (i = 0; i < THREAD_FOLD_NAMES_MAX + 200; i++) {
+		snprintf(name, sizeof(name), "u%05zu", i);
+		add(u, plain_thread(tid++, name, 1));
+	}
+	ck_assert_int_eq(thread_fold_exited(u, none_alive), (int)THREAD_FOLD_NAMES_MAX + 202);
+	ck_assert_ptr_nonnull(named_entry(u, "bstore_kv_final"));
+	ck_assert_ptr_null(named_entry(u, "kept-name"));   /* the least recently used */
+	ck_assert_ptr_nonnull(named_entry(u, "u01223"));
+
+	/* the next fold: kept-name comes back and a late name arrives after many more */
+	add(u, plain_thread(tid++, "kept-name", 5));
+	ck_assert_int_eq(thread_fold_exited(u, none_alive), 1);
+	for (i = 0; i < 600; i++) {
+		snprintf(name, sizeof(name), "v%05zu", i);
+		add(u, plain_thread(tid++, name, 1));
+	}
+	ck_assert_int_eq(thread_fold_exited(u, none_alive), 600);
+	add(u, plain_thread(tid++, "bstore_kv_sync", 50));
+	before = totals(u, 0);
+	ck_assert_int_eq(thread_fold_exited(u, none_alive), 1);
+	same_totals(totals(u, 0), before);
+	ck_assert_uint_eq(named_entry(u, "bstore_kv_sync")->fdatasync, 50);
+	ck_assert_uint_eq(named_entry(u, "kept-name")->fdatasync, 5);   /* used lately: kept */
+	ck_assert_ptr_nonnull(named_entry(u, "bstore_kv_final"));
+	ck_assert_ptr_null(named_entry(u, "u00000"));
+	/* still one name per place, and one entry for the other threads */
+	ck_assert_uint_eq(u->n_threads, THREAD_FOLD_NAMES_MAX + 1);
+	update_free(u);
+}
+END_TEST
+
 START_TEST(a_snapshot_folds_its_least_active_threads_to_fit)
 {
 	const size_t max = (4u << 20) - (64u << 10);
@@ -236,6 +304,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, exited_threads_fold_by_name_and_device);
 	tcase_add_test(tc, names_past_the_bound_fold_into_other_threads);
+	tcase_add_test(tc, least_recently_used_names_give_way);
 	tcase_add_test(tc, a_snapshot_folds_its_least_active_threads_to_fit);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

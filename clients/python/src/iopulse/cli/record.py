@@ -406,6 +406,14 @@ def _record(args: argparse.Namespace, sigs: _Signals) -> int:
             if status == "interrupted" and sigs.received:
                 final["signal"] = _signame(sigs.received[0])
             rec.close(final)
+        empty = [st for st in rec.streams if not st.updates]
+        for st in empty:
+            say(f"host {st.info.hostname or st.client.target} delivered no Update"
+                + (f" ({st.error})" if st.error else ""))
+        if empty and rc == EXIT_OK:
+            say(f"{len(empty)} of {len(rec.streams)} host(s) recorded nothing: exit status "
+                f"{EXIT_SERVER}")
+            rc = EXIT_SERVER
         if not cmd:
             ran = ""
         elif exit_code is None:
