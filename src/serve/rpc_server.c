@@ -817,6 +817,7 @@ struct rpc_server *rpc_server_stop(struct rpc_server *s)
 		unlink(s->unix_path);
 	if (s->tcp_port)
 		accept_guard_unlisten(s->tcp_port);
+	rpc_unary_forget();
 	if (s->fd_creds)
 		grpc_server_credentials_release(s->fd_creds);
 	grpc_shutdown_blocking();

@@ -6,11 +6,72 @@
 #include "rpc_unary.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
+#include "hub_msg.h"
 #include "info_pb.h"
 #include "phases.h"
+
+/* GetInfo with device settings reads sysfs for every device: the answer is kept while the
+ * hub's Info is the same one (an interval) and at most SETTINGS_FRESH_NS, so that a client
+ * asking in a loop costs one read per interval, not one per call. */
+#define SETTINGS_FRESH_NS 1000000000ull
+
+static struct {
+	pthread_mutex_t lock;
+	struct hub_msg *base;       /* the hub's Info it was made from (a reference held) */
+	struct hub_msg *answer;
+	uint64_t made_ns;
+} settings_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The Info base with device settings read from sysfs_root, or the one made last. */
+static struct hub_msg *with_settings(struct hub_msg *base, const char *sysfs_root)
+{
+	struct hub_msg *out;
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&settings_cache.lock);
+	if (settings_cache.answer && settings_cache.base == base &&
+	    now - settings_cache.made_ns < SETTINGS_FRESH_NS) {
+		out = hub_msg_ref(settings_cache.answer);
+		pthread_mutex_unlock(&settings_cache.lock);
+		return out;
+	}
+	out = info_with_settings(base, sysfs_root);
+	if (out) {
+		if (settings_cache.answer)
+			hub_msg_unref(settings_cache.answer);
+		if (settings_cache.base)
+			hub_msg_unref(settings_cache.base);
+		settings_cache.answer = hub_msg_ref(out);
+		settings_cache.base = hub_msg_ref(base);
+		settings_cache.made_ns = now;
+	}
+	pthread_mutex_unlock(&settings_cache.lock);
+	return out;
+}
+
+void rpc_unary_forget(void)
+{
+	pthread_mutex_lock(&settings_cache.lock);
+	if (settings_cache.answer)
+		hub_msg_unref(settings_cache.answer);
+	if (settings_cache.base)
+		hub_msg_unref(settings_cache.base);
+	settings_cache.answer = settings_cache.base = NULL;
+	pthread_mutex_unlock(&settings_cache.lock);
+}
 
 /* An error without a line of its own: the errno's. */
 static int failed(int r, char *err, size_t errlen)
@@ -41,7 +102,7 @@ int rpc_unary_info(struct hub *hub, const uint8_t *req, size_t len, const char *
 	if (r == -EAGAIN)
 		snprintf(err, errlen, "iopulsed is starting; try again in a moment");
 	if (!r && q->device_settings) {
-		*out = info_with_settings(cached, sysfs_root);
+		*out = with_settings(cached, sysfs_root);
 		hub_msg_unref(cached);
 		r = *out ? 0 : -ENOMEM;
 	} else if (!r) {

@@ -17,9 +17,12 @@
 int rpc_unary_snapshot(struct hub *hub, const uint8_t *req, size_t len, struct hub_msg **out,
 		       char *err, size_t errlen);
 /* The Info built at the last interval; with InfoRequest.device_settings, a copy with each
- * device's queue settings read from sysfs_root ("/sys") now. */
+ * device's queue settings read from sysfs_root ("/sys"), kept for the calls that come in the
+ * same interval and within 1 s (GetInfo in a loop costs one sysfs read per interval). */
 int rpc_unary_info(struct hub *hub, const uint8_t *req, size_t len, const char *sysfs_root,
 		   struct hub_msg **out, char *err, size_t errlen);
+/* Drop the kept answer (the server stops). */
+void rpc_unary_forget(void);
 
 /*
  * A MarkPhase from owner (phases_submit_as), the right to mark already checked; stopping: the
