@@ -14,7 +14,7 @@ from .errors import IopulseError
 from .model import DeviceInfo, Info, Update
 from .render import (DeviceRow, Merged, busiest_threads, device_grid, device_rows, merge_rows,
                      merged_entries, thread_figures, thread_grid)
-from .textfit import Col, Fit
+from .textfit import Col, Fit, plain
 
 
 @dataclass
@@ -172,9 +172,9 @@ def render_fleet(fleet: Fleet, what: str, globs: Sequence[str] = (), sort: str =
         merged, notes = merged_rows(fleet, globs, classes)
         entries += merged_entries(merged)
     keys = [Col("host", left=True), Col("device", left=True)]
-    parts: list[Any] = [Text("\n".join(lines)), device_grid(
+    parts: list[Any] = [Text("\n".join(plain(x) for x in lines)), device_grid(
         f"{what}  {time.strftime('%H:%M:%S')}  {len(fleet.states)} hosts", entries, keys)]
-    parts += [Text("merged: " + n) for n in notes]
+    parts += [Text(plain("merged: " + n)) for n in notes]
     if nthreads > 0:
         rows = [([names[s.target]], t, thread_figures(s.update, t)) for s in fleet.states
                 if s.up and s.update for t in busiest_threads(s.update, nthreads)]

@@ -16,7 +16,7 @@ from .report.aggregate import ALL, OPS, DeviceAgg
 from .report.labels import DISK, LOOP, MEMBER, PARTITION, STACKED, device_class
 from .report.live import device_agg, merged_figures, thread_agg
 from .report.metrics import device_figures, op_figures, thread_values
-from .textfit import Col, Fit, Grid
+from .textfit import Col, Fit, Grid, plain
 
 SORT_KEYS = ("iops", "mbps", "qwait", "svc", "name")
 CLASSES = (DISK, PARTITION, LOOP, STACKED, MEMBER)
@@ -235,17 +235,17 @@ def render(u: Update, what: str, globs: Sequence[str] = (), sort: str = "iops",
     parts: list[Any] = []
     line = open_phases_line(u, open_now)
     if line:
-        parts.append(Text(line, style="bold"))
+        parts.append(Text(plain(line), style="bold"))
     parts.append(device_grid(title(u, what), entries, keys))
-    parts += [Text("merged: " + n) for n in notes]
+    parts += [Text(plain("merged: " + n)) for n in notes]
     if nthreads > 0:
         parts.append(thread_grid("busiest sync threads",
                                  [([], t, thread_figures(u, t))
                                   for t in busiest_threads(u, nthreads)], []))
     if u.phases:
-        parts.append(Text("phases: " + ", ".join(
-            f"{'end' if m.end else 'begin'} {m.name}" for m in u.phases)))
+        parts.append(Text(plain("phases: " + ", ".join(
+            f"{'end' if m.end else 'begin'} {m.name}" for m in u.phases))))
     drops = {k: v for k, v in u.drops.to_dict().items() if v}
     if drops:
-        parts.append(Text("drops: " + ", ".join(f"{k} {v}" for k, v in drops.items())))
+        parts.append(Text(plain("drops: " + ", ".join(f"{k} {v}" for k, v in drops.items()))))
     return Fit(*parts)

@@ -7,7 +7,9 @@ p50/p99/p99.9) kept together where it fits. When the key columns and one value c
 fit, each row becomes lines of 'column: value'. Headers wrap at their spaces ('qwait p99.9
 (µs)' over three lines); cells never wrap, except in columns marked wrap (free text such as
 phase labels), which fold onto more lines. Every cell and title is plain text: a name such as
-'fill [bs=128k]' is never read as Rich markup.
+'fill [bs=128k]' is never read as Rich markup, and control characters a daemon or a run file
+put in a name (ESC, BEL) are escaped as report escapes them ('\\x1b'), never sent to the
+terminal.
 """
 from __future__ import annotations
 
@@ -30,14 +32,25 @@ class Col:
     wrap: bool = False      # free text that may fold onto several lines
 
 
+def plain(s: str) -> str:
+    """A name as one line of text: control and other unprintable characters escaped as
+    Python writes them (\\n, \\x1b, \\x07), so no terminal ever reads them."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in s)
+
+
 @dataclass
 class Grid:
-    """A table as plain text cells, before it is laid out for a width."""
+    """A table as plain text cells, before it is laid out for a width (cells and title
+    escaped with plain())."""
     title: str
     keys: list[Col]
     values: list[Col]
     rows: list[list[str]] = field(default_factory=list)
     ends: list[bool] = field(default_factory=list)     # a rule below the row
+
+    def __post_init__(self) -> None:
+        self.title = plain(self.title)
+        self.rows = [[plain(c) for c in r] for r in self.rows]
 
     @property
     def columns(self) -> list[Col]:
@@ -47,7 +60,7 @@ class Grid:
         if len(cells) != len(self.columns):
             raise ValueError(f"{self.title}: {len(cells)} cells for {len(self.columns)} "
                              "columns")
-        self.rows.append(list(cells))
+        self.rows.append([plain(c) for c in cells])
         self.ends.append(end)
 
     def end_section(self) -> None:

@@ -108,7 +108,8 @@ def _cells(c: Change, runs: bool, hosts: bool) -> list[str]:
     det = "-" if d is None else (">999%" if d > 999 else f"±{d:.0f}%" if d >= 10 else
                                  f"±{d:.1f}%" if d >= 1 else f"±{d:.2g}%")
     p = "-" if c.p is None else ("<0.001" if c.p < 0.001 else f"{c.p:.3f}")
-    out = ([c.host] if hosts else []) + [c.device, c.op, _metric_name(c), val(c.base_mean)]
+    out = ([printable(c.host)] if hosts else []) + [printable(c.device), c.op, _metric_name(c),
+                                                    val(c.base_mean)]
     out += [each(c.base)] if runs else []
     out += [val(c.other_mean)] + ([each(c.other)] if runs else [])
     return out + [val(c.delta, True), change, det, p, c.verdict]
@@ -264,11 +265,11 @@ def _table(cmp: Comparison, everything: bool) -> int:
     layout = fold(heads, widths, con.width, lead)
     left = _left(heads, lead)
     for line in header_lines(cmp):
-        con.print(Text(line))
+        con.print(Text(printable(line)))
     by = {id(c): r for c, r in cells}
     for p, cs in groups:
         con.print()
-        con.print(Text(phase_heading(p, cmp), style="bold"))
+        con.print(Text(printable(phase_heading(p, cmp)), style="bold"))
         if not cs:
             continue
         for line in render_lines(heads, widths, layout, left):

@@ -119,8 +119,10 @@ def run(args: argparse.Namespace) -> int:
                 when = "?"
             how = "exact" if p.exact else f"{p.source}, +-{p.accuracy_s:g}s" + (
                 f", trimmed {p.trimmed_s:g}s" if p.trimmed_s else "")
-            print(f"{'  ' * p.depth}{p.name:24} {when} {p.duration_s:8.1f}s  {how}"
-                  f"{'  abandoned' if p.abandoned else ''}  {p.label_text()}")
+            # names, labels and sources come from marks and imported files: their control
+            # characters are escaped as report escapes them, never sent to the terminal
+            print(printable(f"{'  ' * p.depth}{p.name:24} {when} {p.duration_s:8.1f}s  {how}"
+                            f"{'  abandoned' if p.abandoned else ''}  {p.label_text()}"))
         return EXIT_OK
     if not args.sources:
         print("iopulse phases import: name at least one SOURCE", file=sys.stderr)

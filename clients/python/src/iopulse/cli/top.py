@@ -9,7 +9,7 @@ from ..client import Client
 from ..errors import IopulseError
 from ..phases.live import OpenPhases
 from ..render import CLASSES, SORT_KEYS, render
-from .common import EXIT_OK, console, int_at_least
+from .common import EXIT_OK, console, int_at_least, printable
 
 HELP = 'live per-device table and the busiest sync threads'
 EXAMPLES = """examples:
@@ -124,8 +124,8 @@ def run(c: Client, args: argparse.Namespace) -> int:
         live.update(Text(f"{what}: connecting to {c.target} ..."), refresh=True)
 
         def retrying(e: IopulseError, left: float) -> None:
-            live.update(Text(f"{what}: connecting to {c.target} ...\n  {e}\n  retrying for "
-                             f"{left:.0f} s more"), refresh=True)
+            live.update(Text(f"{what}: connecting to {c.target} ...\n  {printable(str(e))}\n"
+                             f"  retrying for {left:.0f} s more"), refresh=True)
 
         c.on_retry = retrying
         with c.subscribe(interval_multiple=args.interval_multiple) as sub:
