@@ -1,6 +1,7 @@
 """Many agents in one view: one subscriber thread per daemon, the latest Update of each, and
 one table across hosts. A host that goes away is shown as down and reconnected in the
-background; it never holds up the others."""
+background; it never holds up the others. One that floods (iopulse.flood) is refused by name
+and not reconnected."""
 from __future__ import annotations
 
 import queue
@@ -11,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 from .client import Client
 from .errors import IopulseError
+from .flood import Flooding, decode_bounded
 from .model import DeviceInfo, Info, Update
 from .render import (DeviceRow, Merged, busiest_threads, device_grid, device_rows, merge_rows,
                      merged_entries, thread_figures, thread_grid)
@@ -28,6 +30,7 @@ class HostState:
     error: str = ""                 # why it is down
     down_since: Optional[float] = None
     updates: int = 0
+    refused: bool = False           # it flooded (iopulse.flood): dropped, not reconnected
 
 
 class Fleet:
@@ -69,8 +72,10 @@ class Fleet:
                 with Client(s.target, connect_deadline=self._deadline) as c:
                     s.info = c.info()
                     s.host = s.info.hostname or s.target
-                    with c.subscribe(interval_multiple=self._multiple, **self._subscribe) as sub:
-                        for u in sub:
+                    with c.subscribe_raw(interval_multiple=self._multiple,
+                                         **self._subscribe) as sub:
+                        for raw in sub:
+                            u = decode_bounded(s.target, raw)
                             s.update, s.up, s.error, s.down_since = u, True, "", None
                             s.updates += 1
                             if self.events is not None:
@@ -79,6 +84,14 @@ class Fleet:
                             if self._stop.is_set():
                                 return
                 raise IopulseError("the daemon ended the stream")
+            except Flooding as e:
+                # what it sent before is not shown either: one bound for the whole target
+                s.update, s.up, s.error, s.refused = None, False, str(e), True
+                s.down_since = s.down_since or time.time()
+                if self.events is not None:
+                    self.events.put((s, None))
+                self._note()
+                return
             except IopulseError as e:
                 was_up = s.up or s.down_since is None
                 if was_up:
@@ -158,6 +171,8 @@ def render_fleet(fleet: Fleet, what: str, globs: Sequence[str] = (), sort: str =
         if s.up and s.update:
             lines.append(f"{names[s.target]}: up, seq {s.update.seq}, window "
                          f"{s.update.duration_s:.2f}s")
+        elif s.refused:
+            lines.append(f"{names[s.target]}: REFUSED ({s.error})")
         elif s.error and not live:
             lines.append(f"{names[s.target]}: DOWN ({s.error})")
         elif s.error:

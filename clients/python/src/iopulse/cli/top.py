@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from ..client import Client
 from ..errors import IopulseError
+from ..flood import Flooding, decode_bounded
+from ..model import Update
 from ..phases.live import OpenPhases
 from ..render import CLASSES, SORT_KEYS, render
-from .common import EXIT_OK, console, int_at_least, printable
+from .common import EXIT_OK, EXIT_SERVER, console, int_at_least, printable
 
 HELP = 'live per-device table and the busiest sync threads'
 EXAMPLES = """examples:
@@ -37,7 +40,11 @@ the disk holding its file, an LV's its disks), a device under another shown devi
 class is left out, and a device seen by two daemons of one host (same hostname and
 MAJOR:MINOR) counts once; what was left out is said below the table. A host that goes away
 is shown as DOWN and reconnected in the background; the others keep updating.
-Ctrl-C leaves; without a terminal one table is printed per Update."""
+Ctrl-C leaves; without a terminal one table is printed per Update.
+
+top holds one Update per target (at most 4 MiB, gRPC's limit). A target whose Update lists
+more devices than an iopulsed tracks (4,096) is refused as flooding: named and dropped (shown
+as REFUSED among several targets; alone, top exits 1)."""
 CONNECTS = True
 
 
@@ -76,7 +83,7 @@ def run_fleet(args: argparse.Namespace) -> int:
                 fleet.wait(0.2)
             con.print(view())
             if args.once:
-                return EXIT_OK
+                return EXIT_SERVER if any(s.refused for s in fleet.states) else EXIT_OK
             seen = sum(s.updates for s in fleet.states)
             while True:
                 fleet.wait(1.0)
@@ -95,9 +102,6 @@ def run_fleet(args: argparse.Namespace) -> int:
 def run(c: Client, args: argparse.Namespace) -> int:
     if len(args.targets) > 1:
         return run_fleet(args)
-    from rich.live import Live
-    from rich.text import Text
-
     con = console()
     what = f"iopulse top {c.target}"
     phases: Optional[OpenPhases] = None
@@ -113,9 +117,27 @@ def run(c: Client, args: argparse.Namespace) -> int:
         return render(u, what, args.device, args.sort, args.threads, phases.now(), infos,
                       args.classes, args.merge)
 
+    try:
+        return _follow(c, args, con, what, table)
+    except Flooding as e:
+        print(f"iopulse top: {printable(str(e))}", file=sys.stderr)
+        return EXIT_SERVER
+
+
+def _updates(c: Client, sub: Any) -> Iterator[Update]:
+    """The stream's Updates, each decoded within iopulse.flood's bound (Flooding if not)."""
+    for raw in sub:
+        yield decode_bounded(c.target, raw)
+
+
+def _follow(c: Client, args: argparse.Namespace, con: Any, what: str,
+            table: Callable[[Update], Any]) -> int:
+    from rich.live import Live
+    from rich.text import Text
+
     if args.once or not con.is_terminal:
-        with c.subscribe(interval_multiple=args.interval_multiple) as sub:
-            for u in sub:
+        with c.subscribe_raw(interval_multiple=args.interval_multiple) as sub:
+            for u in _updates(c, sub):
                 con.print(table(u))
                 if args.once:
                     break
@@ -128,9 +150,9 @@ def run(c: Client, args: argparse.Namespace) -> int:
                              f"  retrying for {left:.0f} s more"), refresh=True)
 
         c.on_retry = retrying
-        with c.subscribe(interval_multiple=args.interval_multiple) as sub:
+        with c.subscribe_raw(interval_multiple=args.interval_multiple) as sub:
             live.update(Text(f"{what}: connected, waiting for the first Update ..."),
                         refresh=True)
-            for u in sub:
+            for u in _updates(c, sub):
                 live.update(table(u), refresh=True)
     return EXIT_OK
