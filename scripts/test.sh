@@ -94,7 +94,8 @@ asan() {
 	IOPULSED="$PWD/build-asan/iopulsed" \
 		$PY -m pytest -v -s -p no:cacheprovider tests/integration/test_grpc.py \
 		tests/integration/test_phases.py tests/integration/test_prometheus.py \
-		tests/integration/test_limits.py tests/integration/test_tls.py
+		tests/integration/test_limits.py tests/integration/test_tls.py \
+		tests/integration/test_tcp_guard.py
 }
 
 soak() {
