@@ -5,13 +5,22 @@ load() makes one streaming pass that keeps only what is small: the header, each 
 events, and per Update its window and phase marks. The Updates themselves (an hour of a busy
 node is hundreds of MiB unpacked) are read again on demand: Run.iter_updates() streams them as
 protobuf messages, Host.updates decodes one host's into iopulse.Update objects.
+
+Whatever a file says, a pass is bounded by the file's size: it inflates at most PIECE bytes at
+a time and holds at most one record (MAX_RECORD) and one piece; records of kinds it does not
+know are passed, not held. A record longer than the rest of the file can hold (deflate writes
+at most DEFLATE_RATIO bytes per compressed byte), more records and marks than compressed bytes
+(ITEM_SLACK aside: a writer's records each take several), an inflater that neither takes input
+nor gives output, and JSON records, marks and Infos kept past MAX_KEPT bytes are damage.
 """
 from __future__ import annotations
 
 import json
+import os
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, BinaryIO, Iterator, Optional
 
 from .._pb import iopulse_pb2 as pb
 from ..histogram import Histogram
@@ -21,7 +30,18 @@ from .settings import HostSettings
 from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, MAX_HOSTS,
                       MAX_RECORD, read_varint, split_host)
 
-CHUNK = 1 << 20
+READ = 1 << 16             # compressed bytes inflated at a time
+PIECE = 1 << 20            # the most one inflate step writes
+DEFLATE_RATIO = 1032       # the most deflate writes per compressed byte (258 bytes in 2 bits)
+ITEM_SLACK = 1 << 16       # records and marks allowed beyond one per compressed byte
+MAX_KEPT = 2 * MAX_RECORD  # bytes of JSON records, marks and Infos load() keeps in all
+
+
+_KINDS = frozenset(k[0] for k in (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE))
+
+
+class _OverBound(ValueError):
+    """What a file would make load() keep goes over a bound (the message says which)."""
 
 
 class RunFileError(ValueError):
@@ -159,41 +179,98 @@ class Run:
                 yield host, u
 
 
-def _chunks(path: str, damage: list[str]) -> Iterator[bytes]:
-    """The decompressed stream of path, gzip members one after the other."""
+class _Progress:
+    """How far a pass over the file has come: the compressed bytes inflated, the records read
+    and what load() kept of them. Bounds the pass by the file's size: see _records."""
+
+    def __init__(self) -> None:
+        self.f: Optional[BinaryIO] = None
+        self.consumed = 0       # compressed bytes inflated so far
+        self.unpacked = 0       # decompressed bytes before the reader's buffer
+        self.items = 0          # records read, and marks kept (by load)
+        self.kept = 0           # bytes of JSON records, marks and Infos kept (by load)
+
+    def can_hold(self) -> int:
+        """The most the rest of the file can still decompress to."""
+        assert self.f is not None
+        left = os.fstat(self.f.fileno()).st_size - self.consumed
+        return max(0, left) * DEFLATE_RATIO + PIECE      # a piece inflate may hold back
+
+    def over(self) -> str:
+        """Why the pass must stop, or "" while items stay within one per compressed byte."""
+        if self.items > self.consumed + ITEM_SLACK:
+            return (f"{self.items:,} records and marks from {self.consumed:,} compressed "
+                    "bytes: more than one per byte, which no writer's records take (the "
+                    "stream repeats itself without making progress through the file)")
+        return ""
+
+
+def _pieces(prog: _Progress, damage: list[str]) -> Iterator[bytes]:
+    """The decompressed stream of prog.f, gzip members one after the other, in pieces of at
+    most PIECE bytes (inflated READ compressed bytes at a time, never all of a bomb at once)."""
     d = zlib.decompressobj(31)
     fed = False                     # the current member has begun
-    with open(path, "rb") as f:
-        while True:
-            data = f.read(CHUNK)
+    data = b""
+    full = False                    # the last piece was PIECE long: inflate may hold more
+    while True:
+        if not data and not full:
+            assert prog.f is not None
+            data = prog.f.read(READ)
             if not data:
                 break
-            while data:
-                fed = True
-                try:
-                    out = d.decompress(data)
-                except zlib.error as e:
-                    damage[0] = damage[0] or f"compressed data damaged ({e})"
-                    return
-                if out:
-                    yield out
-                if d.eof:                      # a member ends: another may follow
-                    data = d.unused_data
-                    d = zlib.decompressobj(31)
-                    fed = False
-                else:
-                    data = b""
+        try:
+            out = d.decompress(data, PIECE)
+        except zlib.error as e:
+            damage[0] = damage[0] or (f"compressed data damaged at compressed byte "
+                                      f"{prog.consumed:,} ({e})")
+            return
+        rest = d.unused_data if d.eof else d.unconsumed_tail
+        used = len(data) - len(rest)
+        if data and not out and not used and not d.eof:
+            damage[0] = damage[0] or (f"the compressed stream makes no progress at compressed "
+                                      f"byte {prog.consumed:,}")
+            return
+        fed = fed or bool(data)
+        prog.consumed += used
+        full = len(out) == PIECE
+        if out:
+            yield out
+        data = rest
+        if d.eof:                      # a member ends: another may follow
+            d = zlib.decompressobj(31)
+            fed = full = False
     if fed:
         damage[0] = damage[0] or "the file ends early (the recorder was stopped or crashed)"
 
 
-def _records(path: str, damage: list[str]) -> Iterator[tuple[bytes, bytes]]:
-    buf = b""
+def _records(path: str, damage: list[str], prog: Optional[_Progress] = None
+             ) -> Iterator[tuple[bytes, bytes]]:
+    """(kind, payload) of each record of a known kind in path, in bounded memory and time
+    (see the module's docstring); damage is reported in damage[0]."""
+    with open(path, "rb") as f:
+        prog = prog or _Progress()
+        prog.f = f
+        yield from _framed(path, prog, damage)
+
+
+def _framed(path: str, prog: _Progress, damage: list[str]) -> Iterator[tuple[bytes, bytes]]:
+    buf = bytearray()
     magic_seen = False
     pos = 0
-    for chunk in _chunks(path, damage):
-        buf = buf[pos:] + chunk
-        pos = 0
+    skip = 0                # bytes still to pass of a record of a kind this reader skips
+    for piece in _pieces(prog, damage):
+        if skip:
+            take = min(skip, len(piece))
+            skip -= take
+            prog.unpacked += take
+            if take == len(piece):
+                continue
+            piece = piece[take:]
+        if pos:
+            del buf[:pos]
+            prog.unpacked += pos
+            pos = 0
+        buf += piece
         if not magic_seen:
             if len(buf) < len(MAGIC):
                 continue
@@ -207,15 +284,37 @@ def _records(path: str, damage: list[str]) -> Iterator[tuple[bytes, bytes]]:
             except IndexError:
                 break
             except ValueError:
-                damage[0] = damage[0] or "a record length is damaged"
+                damage[0] = damage[0] or (f"a record length is damaged at unpacked byte "
+                                          f"{prog.unpacked + pos:,}")
                 return
             if n < 1 or n > MAX_RECORD:
-                damage[0] = damage[0] or (f"a record length is damaged ({n:,} bytes; at most "
+                damage[0] = damage[0] or (f"a record length is damaged at unpacked byte "
+                                          f"{prog.unpacked + pos:,} ({n:,} bytes; at most "
                                           f"{MAX_RECORD:,})")
                 return
-            if body + n > len(buf):
-                break
-            yield buf[body:body + 1], buf[body + 1:body + n]
+            missing = body + n - len(buf)
+            if missing > 0 and missing > prog.can_hold():
+                damage[0] = damage[0] or (
+                    f"a record length is damaged at unpacked byte {prog.unpacked + pos:,} "
+                    f"({n:,} bytes: {missing:,} more than the rest of the file can hold)")
+                return
+            known = body < len(buf) and buf[body] in _KINDS
+            if missing > 0 and (known or body >= len(buf)):
+                break               # read on: a known kind is held whole
+            prog.items += 1
+            why = prog.over()
+            if why:
+                damage[0] = damage[0] or why
+                return
+            if not known:           # newer writers may add kinds: passed, never held
+                if missing > 0:
+                    skip, pos = missing, len(buf)
+                    break
+                pos = body + n
+                continue
+            with memoryview(buf) as view:
+                kind, payload = bytes(view[body:body + 1]), bytes(view[body + 1:body + n])
+            yield kind, payload
             pos = body + n
     if not magic_seen:
         if damage[0] or (buf and MAGIC.startswith(buf)) or not buf:
@@ -223,7 +322,7 @@ def _records(path: str, damage: list[str]) -> Iterator[tuple[bytes, bytes]]:
             return
         raise RunFileError(f"{path}: not an iopulse run file (no '{MAGIC.strip().decode()}' "
                            "line)")
-    if pos < len(buf):
+    if skip or pos < len(buf):
         damage[0] = damage[0] or "the last record is cut short"
 
 
@@ -234,9 +333,13 @@ def load(path: str) -> Run:
             raise RunFileError(f"{path}: not an iopulse run file (not gzip-compressed)")
     run = Run(path)
     damage = [""]
-    for kind, payload in _records(path, damage):
+    prog = _Progress()
+    for kind, payload in _records(path, damage, prog):
         try:
-            _add(run, kind, payload)
+            _add(run, kind, payload, prog)
+        except _OverBound as e:
+            damage[0] = f"record {run.records + 1} ({kind!r}): {e}"
+            break
         except Exception as e:  # noqa: BLE001 - a damaged record ends the readable part
             damage[0] = f"record {run.records + 1} ({kind!r}) does not decode: " \
                         f"{type(e).__name__}: {e}"
@@ -245,9 +348,9 @@ def load(path: str) -> Run:
     run.damage = damage[0]
     if not run.damage and run.end is None:
         run.damage = "the file ends early (no end record: the recorder was stopped or crashed)"
-    names = [h.hostname or h.target for h in run.hosts]
+    names = Counter(h.hostname or h.target for h in run.hosts)
     for h in run.hosts:
-        if names.count(h.hostname or h.target) > 1 and h.hostname:
+        if names[h.hostname or h.target] > 1 and h.hostname:
             h.label = f"{h.hostname} ({h.target})"     # two agents on one node
     return run
 
@@ -279,15 +382,30 @@ def _check_event(obj: Any) -> None:
             _check_event(dict(p, type="phase") if isinstance(p, dict) else p)
 
 
-def _add(run: Run, kind: bytes, payload: bytes) -> None:
+def _keep(prog: _Progress, nbytes: int, what: str) -> None:
+    prog.kept += nbytes
+    if prog.kept > MAX_KEPT:
+        raise _OverBound(f"{what} would take what the reader keeps of the file's JSON records, "
+                         f"marks and Infos past {MAX_KEPT:,} bytes")
+
+
+def _mark_bytes(m: Any) -> int:
+    return len(m.name) + len(m.session) + sum(len(k) + len(v) for k, v in m.labels.items())
+
+
+def _add(run: Run, kind: bytes, payload: bytes, prog: _Progress) -> None:
     if kind == KIND_UPDATE:
         host, data = split_host(payload)
         u = pb.Update.FromString(data)
         h = run.host(host)
         h.windows.append(Window(u.seq, u.start_monotonic_ns, u.end_monotonic_ns,
                                 u.start_realtime_ns, u.end_realtime_ns))
-        h.marks.extend(PhaseMark.from_pb(m) for m in u.phases)
+        if u.phases:
+            prog.items += len(u.phases)
+            _keep(prog, sum(_mark_bytes(m) for m in u.phases), "its phase marks")
+            h.marks.extend(PhaseMark.from_pb(m) for m in u.phases)
     elif kind == KIND_JSON:
+        _keep(prog, len(payload), "it")
         obj = json.loads(payload)
         t = obj.get("type")
         if t == "header":
@@ -304,6 +422,7 @@ def _add(run: Run, kind: bytes, payload: bytes) -> None:
             run.events.append(obj)
     elif kind == KIND_INFO:
         host, data = split_host(payload)
+        _keep(prog, len(data), "it")
         h = run.host(host)
         h.info = Info.from_pb(pb.Info.FromString(data))
         h.hostname = h.info.hostname
