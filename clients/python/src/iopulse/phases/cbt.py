@@ -34,12 +34,14 @@ import re
 from typing import Any, Optional
 
 from . import fio, rados
+from .model import NAME_MAX, VALUE_MAX, bounded_text
 from .tool_output import read_output
 
 CONFIG = "benchmark_config.yaml"
 OLD_CONFIG = "cbt_config.yaml"
-MAX_LABELS = 30
-MAX_KEY, MAX_VALUE = 128, 1024
+MAX_LABELS = 30                 # with run_dir; a mark may carry LABELS_MAX
+MAX_KEY, MAX_VALUE = NAME_MAX, VALUE_MAX
+MAX_CONFIG = 1 << 20            # a run's benchmark_config.yaml: a few KiB
 _PEEK = 64 * 1024
 _FIO_START = re.compile(r'^\{\s*"fio version"', re.MULTILINE)
 _SHORT_LIST = 8
@@ -55,12 +57,18 @@ def _yaml() -> Any:
 
 
 def _config(path: str, yaml: Any) -> Optional[dict[str, Any]]:
-    """A run's parameters from its config file; None for CBT's whole configuration."""
+    """A run's parameters from its config file; None for CBT's whole configuration. A file
+    over MAX_CONFIG bytes is refused by name (YAML is parsed at a few MB/s)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as e:
-        raise ValueError(f"{path}: not a readable CBT benchmark config: {e}") from None
+            text = f.read(MAX_CONFIG + 1)
+        if len(text) > MAX_CONFIG:
+            raise ValueError(f"{path}: more than {MAX_CONFIG >> 10} KiB: not a CBT benchmark "
+                             "config this importer reads")
+        doc = yaml.safe_load(text)
+    except (OSError, yaml.YAMLError, RecursionError) as e:
+        raise ValueError(f"{path}: not a readable CBT benchmark config: "
+                         f"{type(e).__name__ if isinstance(e, RecursionError) else e}") from None
     if not isinstance(doc, dict) or "benchmarks" in doc:
         return None
     cfg = doc.get("cluster", doc)
@@ -83,8 +91,9 @@ def _labels(cfg: dict[str, Any], run_dir: str) -> dict[str, str]:
             text = ",".join(str(x) for x in v)
         else:
             continue
-        out[str(k)[:MAX_KEY]] = text[:MAX_VALUE]
-    out["run_dir"] = run_dir[:MAX_VALUE]
+        if str(k):
+            out[bounded_text(str(k), MAX_KEY)] = bounded_text(text, MAX_VALUE)
+    out["run_dir"] = bounded_text(run_dir, MAX_VALUE)
     return out
 
 
@@ -105,14 +114,22 @@ def _read(path: str, limit: Optional[int] = None) -> str:
 def _fio_events(path: str) -> list[dict[str, Any]]:
     """Phases of a fio output whose JSON may follow job lines and precede normal output."""
     text = _read(path)
-    # only where fio's JSON begins ('{' then "fio version"): trying every line that starts
-    # with '{' made a file of unclosed objects quadratic
+    # only where fio's JSON begins ('{' then "fio version"), and never again inside text a
+    # failed attempt has read: trying every line that starts with '{' made a file of unclosed
+    # objects quadratic, and so did every such start inside one unclosed list
+    decoder = json.JSONDecoder()
+    read_to = 0
     for m in _FIO_START.finditer(text):
-        try:
-            doc, _ = json.JSONDecoder().raw_decode(text, m.start())
-            return fio.phases_from_json(doc) if isinstance(doc, dict) else []
-        except ValueError:
+        if m.start() < read_to:
             continue
+        try:
+            doc, _ = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError as e:
+            read_to = max(e.pos, m.end())
+            continue
+        except RecursionError:      # nested deeper than fio's JSON ever is
+            return []
+        return fio.phases_from_json(doc) if isinstance(doc, dict) else []
     return []
 
 
@@ -172,7 +189,7 @@ def phases_from_archive(root: str) -> list[dict[str, Any]]:
         start, end, acc, source, kind = _edges(files)
         benchmark = cfg.get("benchmark")
         name = benchmark if isinstance(benchmark, str) and benchmark else kind or "run"
-        out.append({"type": "phase", "name": f"cbt-{name}",
+        out.append({"type": "phase", "name": bounded_text(f"cbt-{name}", NAME_MAX),
                     "labels": _labels(cfg, os.path.relpath(d, root)),
                     "source": f"cbt ({source})", "accuracy_s": acc,
                     "start_realtime_ns": start, "end_realtime_ns": end})

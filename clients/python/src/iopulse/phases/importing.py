@@ -11,6 +11,12 @@
   can be counted in it. Where 2 x accuracy_s is more than EDGE_SHARE of the phase this is
   said, and trim moves both edges inward by accuracy_s (a phase too short for that is kept
   as it is, and said so).
+- Names and labels: held to what a mark may carry (1..128 printable characters for a name or
+  a label key, 1,024 for a value, 32 labels): cut, or control characters written as escapes,
+  with a notice naming the phase (bound_names).
+
+Each phase is compared only with the phases of its name that it overlaps (a sweep in start
+order), so an import of many jobs takes time in proportion to their number.
 
 Plain data in and out (phase events as in the run file, Phase objects of the run), so the
 command line and tests share it.
@@ -19,9 +25,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator, Optional
 
-from .model import Phase
+from .model import LABELS_MAX, NAME_MAX, VALUE_MAX, Phase, bounded_text
 
 CLOCK_SLACK_S = 0.1       # clocks of NTP-synchronised hosts: milliseconds apart
 EDGE_SHARE = 0.10         # 2 x accuracy_s above this share of a phase: said (and trimmable)
@@ -50,6 +56,57 @@ def when(ns: int) -> str:
 
 def span_text(start_ns: int, end_ns: int) -> str:
     return f"{when(start_ns)} to {when(end_ns)} ({max(0, end_ns - start_ns) / 1e9:.3f} s)"
+
+
+def _change(what: str, old: str, limit: int) -> str:
+    if len(old) > limit:
+        return f"{what} of {len(old):,} characters cut to {limit}"
+    return f"control characters in {what} written as escapes"
+
+
+def bound_names(events: list[dict[str, Any]], shown: int = 5) -> list[str]:
+    """Holds each event's name and labels (in place) to what a mark may carry: a name or
+    label key of 1..NAME_MAX printable characters, a value of at most VALUE_MAX, at most
+    LABELS_MAX labels (the first in key order). Longer ones are cut (ending in '\u2026'),
+    control characters written as escapes, an empty name made 'unnamed', labels past the
+    limit or with an empty key left out. Returns a notice for each phase changed (the first
+    shown of them, then how many more), naming it by its place in the import and its name."""
+    notes: list[str] = []
+    for n, e in enumerate(events, 1):
+        name = str(e.get("name", ""))
+        what = []
+        new = bounded_text(name, NAME_MAX) or "unnamed"
+        if not name:
+            what.append("its empty name made 'unnamed'")
+        elif new != name:
+            what.append(_change("its name", name, NAME_MAX))
+        labels = dict(e.get("labels", {}))
+        kept: dict[str, str] = {}
+        for k in sorted(labels, key=str):
+            key, value = str(k), str(labels[k])
+            shown_key = bounded_text(key, 40)
+            if not key:
+                what.append("a label with an empty key left out")
+                continue
+            if len(kept) == LABELS_MAX:
+                what.append(f"{len(labels) - LABELS_MAX} label(s) past {LABELS_MAX} left out "
+                            f"(from '{shown_key}' on, in key order)")
+                break
+            k2, v2 = bounded_text(key, NAME_MAX), bounded_text(value, VALUE_MAX)
+            if k2 != key:
+                what.append(_change(f"label '{shown_key}': its key", key, NAME_MAX))
+            if v2 != value:
+                what.append(_change(f"label '{shown_key}': its value", value, VALUE_MAX))
+            kept[k2] = v2
+        if what:
+            e["name"], e["labels"] = new, kept
+            notes.append(f"phase {n} of this import ({e.get('source', 'import')} "
+                         f"'{bounded_text(name, 60)}'): " + "; ".join(what[:3])
+                         + (f"; and {len(what) - 3} more" if len(what) > 3 else ""))
+    if len(notes) > shown:
+        notes[shown:] = [f"and {len(notes) - shown:,} more phase(s) whose names or labels were "
+                         "cut to what a mark may carry"]
+    return notes
 
 
 def _name(e: dict[str, Any]) -> str:
@@ -86,38 +143,60 @@ def outside(events: Iterable[dict[str, Any]], start_ns: int, end_ns: int) -> lis
 
 def check(events: list[dict[str, Any]], existing: list[Phase], start_ns: int, end_ns: int,
           *, replace: bool = False, trim: bool = False) -> Checked:
-    """The events to append (and the earlier imports they replace), or ImportRefused."""
+    """The events to append (and the earlier imports they replace), or ImportRefused. Names
+    and labels are first held to what a mark may carry (bound_names). Time and memory grow
+    with the number of phases, never with its square: each phase is compared only with those
+    of its name that it overlaps."""
     bad = outside(events, start_ns, end_ns)
     if bad:
         raise ImportRefused(_some(bad) + ": not this recording's output (or a clock far off)")
     res = Checked([dict(e) for e in events])
-    seen: list[dict[str, Any]] = []
+    res.notes.extend(bound_names(res.events))
+    keys = [_key(e) for e in res.events]
     dups: list[str] = []            # already in the run
     twice: list[str] = []           # twice in this import
-    for e in res.events:
-        s, t = int(e["start_realtime_ns"]), int(e["end_realtime_ns"])
-        for other in seen:
-            if _key(other) == _key(e) and _overlap_share(
-                    s, t, other["start_realtime_ns"], other["end_realtime_ns"]) > 0.5:
+    by_key: dict[Any, list[int]] = {}
+    for i, k in enumerate(keys):
+        by_key.setdefault(k, []).append(i)
+    imported: dict[Any, list[Phase]] = {}
+    exact: dict[str, list[Phase]] = {}
+    for p in existing:
+        if p.exact:
+            exact.setdefault(p.name, []).append(p)
+        elif p.key in by_key:
+            imported.setdefault(p.key, []).append(p)
+    withdrawn: set[int] = set()
+    for k, idx in by_key.items():
+        for i, p in _overlaps(res.events, idx, imported.get(k, []), twice=True):
+            e = res.events[i]
+            s, t = int(e["start_realtime_ns"]), int(e["end_realtime_ns"])
+            if p is None:
                 twice.append(f"phase {_name(e)} {span_text(s, t)} is given twice in this "
                              "import")
-                break
-        seen.append(e)
-        for p in existing:
-            if p.name != e["name"] or _overlap_share(s, t, p.start_real_ns, p.end_real_ns) <= 0.5:
-                continue
-            if p.exact:
-                res.notes.append(f"phase {_name(e)}: a phase of that name is marked live in this "
-                                 "run (exact edges); the import adds a copy with wall-clock "
-                                 f"edges (+-{float(e.get('accuracy_s', 0)):g} s)")
-            elif p.key == _key(e):
-                if replace:
+            elif replace:
+                if id(p) not in withdrawn:
+                    withdrawn.add(id(p))
                     res.withdraw.append({"name": p.name, "labels": dict(p.labels),
                                          "start_realtime_ns": p.start_real_ns,
                                          "end_realtime_ns": p.end_real_ns})
-                else:
-                    dups.append(f"phase {_name(e)} {span_text(s, t)} is already in the run "
-                                f"(imported from {p.source}, {span_text(p.start_real_ns, p.end_real_ns)})")
+            else:
+                dups.append(f"phase {_name(e)} {span_text(s, t)} is already in the run "
+                            f"(imported from {p.source}, "
+                            f"{span_text(p.start_real_ns, p.end_real_ns)})")
+    by_name: dict[str, list[int]] = {}
+    for i, e in enumerate(res.events):
+        if e["name"] in exact:
+            by_name.setdefault(e["name"], []).append(i)
+    noted: set[int] = set()
+    for name, idx in by_name.items():
+        for i, _ in _overlaps(res.events, idx, exact[name], twice=False):
+            if i in noted:
+                continue
+            noted.add(i)
+            e = res.events[i]
+            res.notes.append(f"phase {_name(e)}: a phase of that name is marked live in this "
+                             "run (exact edges); the import adds a copy with wall-clock "
+                             f"edges (+-{float(e.get('accuracy_s', 0)):g} s)")
     if twice:
         raise ImportRefused(_some(twice))
     if dups:
@@ -126,6 +205,45 @@ def check(events: list[dict[str, Any]], existing: list[Phase], start_ns: int, en
     for e in res.events:
         _edges(e, trim, res.notes)
     return res
+
+
+_Span = tuple[int, int, int]        # start, end, index
+
+
+def _overlaps(events: list[dict[str, Any]], idx: list[int], old: list[Phase], *, twice: bool
+              ) -> Iterator[tuple[int, Optional[Phase]]]:
+    """The pairs that overlap by more than half of the shorter span among the events idx (of
+    one name, or of one name and labels) and the phases old: (i, p) for an event and a phase;
+    with twice, also (i, None) for an event overlapping an earlier one of idx, which is then
+    left out of further comparisons. A sweep in start order: a span is compared only with the
+    spans that reach its start, each pair once."""
+    items: list[tuple[int, int, int, int]] = []      # start, kind (0 event, 1 phase), end, index
+    for i in idx:
+        items.append((int(events[i]["start_realtime_ns"]), 0,
+                      int(events[i]["end_realtime_ns"]), i))
+    for j, p in enumerate(old):
+        items.append((p.start_real_ns, 1, p.end_real_ns, j))
+    items.sort()
+    new: list[_Span] = []           # spans that may reach a later start
+    run: list[_Span] = []
+    for s, kind, t, x in items:
+        if kind == 0:
+            if twice:
+                new = [a for a in new if a[1] >= s]
+                if any(_overlap_share(s, t, a, b) > 0.5 for a, b, _ in new):
+                    yield x, None
+                    continue
+            run = [a for a in run if a[1] >= s]
+            for a, b, j in run:
+                if _overlap_share(s, t, a, b) > 0.5:
+                    yield x, old[j]
+            new.append((s, t, x))
+        else:
+            new = [a for a in new if a[1] >= s]
+            for a, b, i in new:
+                if _overlap_share(s, t, a, b) > 0.5:
+                    yield i, old[x]
+            run.append((s, t, x))
 
 
 def _some(problems: list[str], n: int = 5) -> str:

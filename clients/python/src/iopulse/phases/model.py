@@ -6,10 +6,27 @@ iopulse.record: the run file's reader imports it (Run.phases), not the other way
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, Sequence
 
 from ..model import PhaseMark
+
+# What a phase's name and labels may hold, as for a mark (iopulsed refuses a MarkPhase beyond
+# them; 32 labels is server.mark_labels' default): imported phases are held to the same.
+NAME_MAX = 128          # characters of a name or a label key (printable)
+VALUE_MAX = 1024        # characters of a label value (printable)
+LABELS_MAX = 32         # labels of one phase
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def bounded_text(text: str, limit: int) -> str:
+    """text with control characters written as escapes (\\n, \\x1b), cut to limit characters
+    (the last one then '\u2026'): what a mark's name, label key or value may be."""
+    if len(text) <= limit and not _CONTROL.search(text):
+        return text
+    out = _CONTROL.sub(lambda m: repr(m.group())[1:-1], text[:limit + 1])
+    return out if len(out) <= limit else out[:limit - 1] + "\u2026"
 
 
 class HostLike(Protocol):
