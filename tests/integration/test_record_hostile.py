@@ -132,3 +132,57 @@ def test_refused_mark_fails_alike_inside_and_outside_record(loopdev, daemon, tmp
     for err in (outside.stderr, p.stderr):
         assert "\x1b" not in err and "line\nbreak" not in err, repr(err)
     assert d.stop() == 0, d.describe()
+
+
+PREP_JOBS = """[global]
+filename={dev}
+direct=1
+size=16M
+bs=4k
+rw=randread
+ioengine=psync
+stonewall
+number_ios=200
+
+[first]
+[second]
+"""
+
+
+def test_the_users_own_prerun_still_runs_outside_the_phase(loopdev, daemon, tmp_path):
+    """fio's --exec_prerun on record's command line (given in any form fio takes) runs for the
+    jobs it runs for under plain fio, before record's begin mark: a preparation's IO (here 16
+    direct writes) stays out of the job's phase. After a job file, where fio gives it to that
+    file's last job only, it is refused with the reason."""
+    lo = loopdev("64M")
+    d = daemon("-i", "1s", "--devices", lo.name)
+    job = tmp_path / "prep.fio"
+    job.write_text(PREP_JOBS.format(dev=lo.path))
+    marks = tmp_path / "marks"
+    prep = (f"echo ran >> {marks}; dd if=/dev/zero of={lo.path} bs=4k count=16 oflag=direct "
+            "status=none")
+    for form in (["--exec_prerun=" + prep], ["--exec_prerun", prep], ["-exec_prerun=" + prep]):
+        marks.unlink(missing_ok=True)
+        wd = tmp_path / f"wd{len(form)}{form[0][:2]}"
+        wd.mkdir()
+        (tmp_path / "run.iopulse").unlink(missing_ok=True)
+        wait_idle(lo.name)
+        p = _record(tmp_path, d.socket, ["fio", *form, str(job)], wd)
+        assert p.returncode == 0, p.stderr
+        # plain fio runs a command-line prerun for each job of the first job file
+        assert marks.read_text().split() == ["ran", "ran"], (form, marks.read_text())
+        assert sorted(os.listdir(wd)) == ["first.prerun.txt", "second.prerun.txt"]
+        run = load(str(tmp_path / "run.iopulse"))
+        rows, _ = phase_rows(run)
+        got = {r.phase.name: (r.values["reads"], r.values["writes"]) for r in rows
+               if r.device == lo.name and r.phase.name in ("first", "second")}
+        print(f"{form[0][:16]}: phases (reads, writes) {got}")
+        # the job's own 200 reads, none of the preparation's writes
+        assert got == {"first": (200, 0), "second": (200, 0)}, got
+        whole = [r for r in rows if r.device == lo.name and r.phase.name == "fio"]
+        assert whole and whole[0].values["writes"] == 32, [r.values for r in whole]
+    # after the job file: fio would give it to 'second' only; record says so and stops
+    (tmp_path / "run.iopulse").unlink(missing_ok=True)
+    p = _record(tmp_path, d.socket, ["fio", str(job), "--exec_prerun=" + prep], tmp_path)
+    assert p.returncode == 2 and "applies to its last job only" in p.stderr, p.stderr
+    assert d.stop() == 0, d.describe()

@@ -126,3 +126,43 @@ def test_json_import_old_fio_walks_back_from_the_report_time():
 def test_json_import_rejects_other_json():
     with pytest.raises(ValueError, match="not fio --output-format=json"):
         fio.phases_from_json({"hello": 1})
+
+
+def test_command_line_prerun_reaches_the_first_job_file_in_every_form(tmp_path):
+    (tmp_path / "j.fio").write_text("[global]\nrw=read\n[a]\n[b]\nexec_prerun=echo own\n")
+    for form in (["--exec_prerun=echo x; sync"], ["--exec_prerun", "echo x; sync"],
+                 ["-exec_prerun=echo x; sync"], ["-exec_prerun", "echo x; sync"]):
+        out = tmp_path / f"out{len(os.listdir(tmp_path))}"
+        out.mkdir()
+        p = fio.plan(["fio", *form, str(tmp_path / "j.fio"), str(tmp_path / "j.fio")], hook,
+                     str(out))
+        assert p.argv[0] == "fio" and len(p.argv) == 3, p.argv     # not passed on to fio
+        # through a variable (a ';' would end the job-file line), the user's first
+        assert p.env == {"IOPULSE_FIO_PRERUN": "echo x; sync"}
+        first = open(p.argv[1]).read().splitlines()
+        assert (f"exec_prerun=( ${{IOPULSE_FIO_PRERUN}} ) >a.prerun.txt 2>&1 && "
+                f"{hook('enter', 'job0')} >/dev/null ${{IOPULSE_FIO_COMMENT}}") in first
+        # a job's own prerun wins over the command line's, as in fio
+        assert any(line.startswith("exec_prerun=( echo own ) >b.prerun.txt") for line in first)
+        # fio resets the command line's options for a later job file
+        second = open(p.argv[2]).read()
+        assert "IOPULSE_FIO_PRERUN" not in second and [j.name for j in p.jobs][2:] == ["a", "b"]
+
+
+def test_command_line_job_names_in_every_form(tmp_path):
+    p = fio.plan(["fio", "--name", "a", "--exec_prerun", "echo p", "-name=b"], hook,
+                 str(tmp_path))
+    assert [j.name for j in p.jobs] == ["a", "b"]
+    assert f"--exec_prerun=( echo p ) >a.prerun.txt 2>&1 && {hook('enter', 'job0')} " \
+        ">/dev/null #" in p.argv
+
+
+def test_a_hook_after_a_job_file_is_refused(tmp_path):
+    (tmp_path / "j.fio").write_text("[a]\nrw=read\n")
+    with pytest.raises(fio.FioJobFileError, match="applies to its last job only"):
+        fio.plan(["fio", str(tmp_path / "j.fio"), "--exec_postrun=echo x"], hook,
+                 str(tmp_path))
+    # a command-line job after the file takes it, as in fio
+    p = fio.plan(["fio", str(tmp_path / "j.fio"), "--name=c", "--exec_postrun=echo x"], hook,
+                 str(tmp_path))
+    assert p.argv[-1] == f"--exec_postrun={hook('leave', 'job1')} >/dev/null && echo x"

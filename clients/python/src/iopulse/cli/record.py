@@ -19,6 +19,7 @@ from .common import EXIT_OK, EXIT_SERVER, EXIT_USAGE, label, printable
 HELP = "record a run: every Update of every target while a command runs, with its phases"
 EXAMPLES = """examples:
   iopulse record -o run1.iopulse -- fio jobs.fio
+  iopulse record -o run1.iopulse -- fio --exec_prerun='sync; echo 3 > /proc/sys/vm/drop_caches' jobs.fio
   iopulse record -o run1.iopulse --target osd1:7073 --target osd2:7073 -- rados bench -p rbd 60 write
   iopulse record -o idle.iopulse --duration 10m
   iopulse record -o run2.iopulse --replay 60 --label config=B -- ./bench.sh
@@ -27,7 +28,9 @@ The command's lifetime is a phase (named after the command; for rados bench
 rados-bench-MODE with its pool, threads, object size and seconds). fio's jobs become phases of
 their own, marked by hooks fio runs right before each job's first IO and after its last
 (labels rw, bs, iodepth, numjobs, ioengine); a stonewall group of several jobs gets a phase
-around them. A CBT run's benchmark runs are read from its --archive when it ends (edges from
+around them. A job's own exec_prerun (from its job file, or from fio's command line before
+the job file) runs before the job's begin mark, so a preparation's IO stays out of the
+job's phase; its exec_postrun runs after the end mark. A CBT run's benchmark runs are read from its --archive when it ends (edges from
 their outputs, accuracy stated). When the command is fio, the run also keeps fio's JSON
 report (json+ added to the formats you chose and taken out again on its way to your terminal
 or --output file; with json or json+ chosen, that one is copied), and each target's device
@@ -361,6 +364,7 @@ def _record(args: argparse.Namespace, sigs: _Signals) -> int:
                     plan = fio.plan(cmd, fio.hook_command(sys.executable, hook_script_path(),
                                                           sock), tmp)
                     env[fio.FIO_COMMENT_VAR] = "#"
+                    env.update(plan.env)
                     for note in plan.notes:
                         say(note)
                     if plan.jobs:

@@ -50,12 +50,31 @@ class FioJobFileError(ValueError):
 
 
 def chain_hook(ours: str, user: Optional[str], comment: str) -> str:
-    """The exec_prerun/exec_postrun value: our hook with its output discarded, then either the
-    user's own hook (which gets fio's redirection, as under plain fio) or a shell comment that
-    hides what fio appends (the job name) from the shell."""
+    """The exec_postrun value: our end mark with its output discarded, then either the user's
+    own hook (which gets fio's redirection, as under plain fio) or a shell comment that hides
+    what fio appends (the job name) from the shell."""
     if user:
         return f"{ours} >/dev/null && {user}"
     return f"{ours} >/dev/null {comment}"
+
+
+def chain_prerun(ours: str, user: Optional[str], comment: str, job: str) -> str:
+    """The exec_prerun value: the user's own preparation first (dropping caches,
+    preconditioning, a trim: its IO stays out of the job's phase), its output where fio puts
+    it (JOB.prerun.txt), and only if it succeeded, as fio runs the job only then, our begin
+    mark; then the comment that hides what fio appends."""
+    if user:
+        out = shlex.quote(f"{job}.prerun.txt")
+        return f"( {user} ) >{out} 2>&1 && {ours} >/dev/null {comment}"
+    return f"{ours} >/dev/null {comment}"
+
+
+# Hooks given on fio's command line before a job file reach that file's jobs through these
+# variables (fio expands ${VAR} in job files; a value written into the file could hold the
+# ';' or '#' that end a job-file line).
+CMD_HOOK_VARS = {"exec_prerun": "IOPULSE_FIO_PRERUN", "exec_postrun": "IOPULSE_FIO_POSTRUN"}
+_HOOKS = ("exec_prerun", "exec_postrun")
+_SPACED = ("name",) + _HOOKS     # options record reads that fio also takes as "-opt value"
 
 
 def job_name_from_header(line: str) -> str:
@@ -78,6 +97,7 @@ class Plan:
     argv: list[str]
     jobs: list[Job] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)   # for fio's environment (CMD_HOOK_VARS)
 
     def phases_of(self, key: str) -> list[tuple[str, str, dict[str, str]]]:
         """(phase id, name, labels) the hook key enters, outermost first."""
@@ -122,15 +142,17 @@ def _resolve_include(name: str, jobfile: str) -> str:
 
 
 def rewrite_job_file(path: str, hook: Callable[[str, str], str], first_index: int,
-                     first_group: int, out_dir: str) -> tuple[str, list[Job]]:
+                     first_group: int, out_dir: str,
+                     inherited: Optional[dict[str, str]] = None) -> tuple[str, list[Job]]:
     """A copy of job file path in out_dir with hooks added to every job section. hook(kind,
-    key) gives the command for exec_prerun (kind "enter") / exec_postrun ("leave")."""
+    key) gives the command for exec_prerun (kind "enter") / exec_postrun ("leave").
+    inherited: options every job starts with (fio's command line before the file)."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
             lines = f.read().splitlines()
     except OSError as e:
         raise FioJobFileError(f"fio job file {path}: {e.strerror}") from None
-    glob: dict[str, str] = {}
+    glob: dict[str, str] = dict(inherited or {})
     sections: list[tuple[str, int, dict[str, str]]] = []    # name, header line, options
     cur: Optional[dict[str, str]] = None
     for n, raw in enumerate(lines):
@@ -160,7 +182,8 @@ def rewrite_job_file(path: str, hook: Callable[[str, str], str], first_index: in
         idx = first_index + i
         jobs.append(Job(idx, opts.get("name") or name, group, _labels(opts)))
         comment = "${" + FIO_COMMENT_VAR + "}"
-        pre = chain_hook(hook("enter", f"job{idx}"), opts.get("exec_prerun"), comment)
+        pre = chain_prerun(hook("enter", f"job{idx}"), opts.get("exec_prerun"), comment,
+                           opts.get("name") or name)
         post = chain_hook(hook("leave", f"job{idx}"), opts.get("exec_postrun"), comment)
         inserts[at] = [f"exec_prerun={pre}", f"exec_postrun={post}"]
     out = []
@@ -186,6 +209,7 @@ def plan(argv: list[str], hook: Callable[[str, str], str], out_dir: str) -> Plan
     i = 1
     cmd_glob: dict[str, str] = {}
     cmd_job: Optional[dict[str, str]] = None
+    files: list[str] = []
     group = 0
 
     def close_cmd_job() -> None:
@@ -202,16 +226,32 @@ def plan(argv: list[str], hook: Callable[[str, str], str], out_dir: str) -> Plan
                                   "it to the shell); rename the job or use --no-detect")
         p.jobs.append(Job(idx, name, group, _labels(cmd_job)))
         key = f"job{idx}"
-        pre = chain_hook(hook("enter", key), cmd_job.get("exec_prerun"), "#")
+        pre = chain_prerun(hook("enter", key), cmd_job.get("exec_prerun"), "#", name)
         post = chain_hook(hook("leave", key), cmd_job.get("exec_postrun"), "#")
         new.extend([f"--exec_prerun={pre}", f"--exec_postrun={post}"])
 
+    after_file: Optional[str] = None    # the job file given last, while no job follows it
     while i < len(argv):
         a = argv[i]
         if a in _ARG_OPTS and i + 1 < len(argv):
             new.extend(argv[i:i + 2])
             i += 2
             continue
+        k0 = a.lstrip("-").partition("=")[0]
+        if a.startswith("-") and k0 in _SPACED:
+            # fio takes -opt=value, --opt value and -opt value as --opt=value
+            if "=" not in a:
+                if i + 1 >= len(argv):
+                    raise FioJobFileError(f"fio: {a} without a value")
+                a = f"--{k0}={argv[i + 1]}"
+                i += 1
+            else:
+                a = "--" + a.lstrip("-")
+            if k0 in _HOOKS and cmd_job is None and after_file is not None:
+                raise FioJobFileError(
+                    f"fio: {a.partition('=')[0]} after job file {after_file} applies to its "
+                    "last job only (fio); record cannot chain it there: put it in the job "
+                    "file, or before the job file for all its jobs, or use --no-detect")
         if a.startswith("--name="):
             close_cmd_job()
             cmd_job = dict(cmd_glob, name=a[len("--name="):])
@@ -225,14 +265,26 @@ def plan(argv: list[str], hook: Callable[[str, str], str], out_dir: str) -> Plan
         elif not a.startswith("-") and os.path.isfile(a):
             close_cmd_job()
             cmd_job = None
+            # the command line's options before the first job file are its jobs' defaults
+            # (fio resets them for a later file): its hooks reach them through variables
+            inherited = {}
+            if not files:
+                for k, var in CMD_HOOK_VARS.items():
+                    if cmd_glob.get(k):
+                        p.env[var] = cmd_glob[k]
+                        inherited[k] = "${" + var + "}"
+            files.append(a)
             dst, jobs = rewrite_job_file(a, hook, len(p.jobs),
-                                         group + 1 if p.jobs else 0, out_dir)
+                                         group + 1 if p.jobs else 0, out_dir, inherited)
+            after_file = a
             if jobs:
                 group = jobs[-1].group
             p.jobs.extend(jobs)
             new.append(dst)
             i += 1
             continue
+        if a.startswith("--name="):
+            after_file = None
         new.append(a)
         i += 1
     close_cmd_job()
