@@ -11,4 +11,4 @@ apt-get install -y -qq --no-install-recommends \
 	python3-grpcio python3-protobuf python3-rich python3-venv python3-pip python3-hatchling \
 	protobuf-compiler python3-pandas python3-matplotlib python3-yaml chromium fonts-dejavu-core \
 	prometheus python3-prometheus-client openssl bpftrace \
-	qemu-system-x86 kmod busybox-static file debian-archive-keyring lvm2 mdadm >/dev/null
+	qemu-system-x86 kmod busybox-static file debian-archive-keyring lvm2 mdadm blktrace >/dev/null

@@ -36,6 +36,8 @@ CONTROLLER_DRIVER = {
     "lsi53c895a": "sym53c8xx",
 }
 OPS = ("read", "write", "discard", "flush")
+LAT_OPS = ("read", "write")          # held to blktrace (matrix.py, blktruth.py)
+LAT_METRICS = ("queue_wait_ns", "service_ns", "total_ns")
 COVERAGE_GOAL = 0.9995
 PASSTHROUGH_N = 5     # passthrough commands sent in each controller cell
 
@@ -217,6 +219,88 @@ class Daemon:
         return self.proc.returncode
 
 
+class Blktrace:
+    """blktrace over the test disks for the whole run, started before iopulsed (so its probe
+    runs first at every tracepoint, as with the host's truth). Its relay files are mmapped,
+    which the 9p output directory refuses: they go to the guest's /tmp and are copied out
+    at the end, one file per disk and CPU (DISK.blktrace.N), for matrix.py to read."""
+
+    DIR = "/tmp/iop-blktrace"
+
+    def __init__(self, disks, timeout=60):
+        self.disks = disks
+        if not os.path.isdir("/sys/kernel/debug/block"):
+            sh("mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug")
+        os.makedirs(self.DIR, exist_ok=True)
+        self.log_path = os.path.join(ARGS.out, "blktrace.log")
+        # 2 MiB of relay buffers per disk and CPU, as blktrace's default, in 8 parts: its
+        # reader wakes every 0.5 s, and the busiest cell writes about 1 MiB/s per disk
+        argv = ["blktrace", "-b", "256", "-n", "8", "-D", self.DIR]
+        for d in disks:
+            argv += ["-d", f"/dev/{d}"]
+        self.proc = subprocess.Popen(argv, stdout=open(self.log_path, "w"),
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while not all(self._enabled(d) for d in disks):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"blktrace did not start (exit {self.proc.poll()}): "
+                                   + self._log_tail())
+            time.sleep(0.1)
+
+    @staticmethod
+    def _enabled(disk):
+        try:
+            with open(f"/sys/block/{disk}/trace/enable") as f:
+                return f.read().strip() == "1"
+        except OSError:
+            return False
+
+    def _log_tail(self):
+        with open(self.log_path, errors="replace") as f:
+            return " | ".join(f.read().strip().splitlines()[-3:])
+
+    def stop(self):
+        """Stops tracing, copies the files out; {"dropped": {disk: n}, "events": {...},
+        "files": [...], "error": ...}."""
+        info = {"disks": self.disks, "dropped": {}, "events": {}, "files": [], "error": None}
+        t = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                info["error"] = "blktrace did not stop within 120 s"
+        info["stop_s"] = round(time.monotonic() - t, 1)
+        with open(self.log_path, errors="replace") as f:
+            text = f.read()
+        # "=== sda ===" ... "Total: 18029 events (dropped 0), 846 KiB data"
+        for name, body in re.findall(r"=== (\S+) ===\n(.*?)(?=\n===|\Z)", text, re.S):
+            m = re.search(r"Total:\s+(\d+) events \(dropped (\d+)\)", body)
+            if m:
+                info["events"][name] = int(m.group(1))
+                info["dropped"][name] = int(m.group(2))
+        if not info["error"] and set(info["dropped"]) != set(self.disks):
+            info["error"] = "blktrace's summary names no drop count for " + ", ".join(
+                sorted(set(self.disks) - set(info["dropped"]))) + ": " + self._log_tail()
+        t = time.monotonic()
+        dest = os.path.join(ARGS.out, "blktrace")
+        os.makedirs(dest, exist_ok=True)
+        for name in sorted(os.listdir(self.DIR)):
+            with open(os.path.join(self.DIR, name), "rb") as src, \
+                    open(os.path.join(dest, name), "wb") as dst:
+                while True:
+                    buf = src.read(1 << 20)
+                    if not buf:
+                        break
+                    dst.write(buf)
+            info["files"].append(name)
+        info["copy_s"] = round(time.monotonic() - t, 1)
+        return info
+
+
 def daemon_features(text):
     """What iopulsed said it enabled or turned off, from its log."""
     feats = {"attach": None, "sync": "on", "warnings": [], "probes": None}
@@ -314,12 +398,18 @@ def run_jobs(cell, jobs):
     return fio_sync
 
 
-def window(daemon, disks, body):
+def window(daemon, disks, body, cell):
     """diskstats of disks idle before, body(), the disks idle for three intervals, diskstats
-    after: (before, after, the daemon's intervals inside the window)."""
+    after: (before, after, the daemon's intervals inside the window). The window's bounds
+    (CLOCK_MONOTONIC ns, blktrace's clock too) go into cell["window_ns"]."""
     before = wait_idle_all(disks)
     t0 = time.monotonic_ns()
     body()
+    wait_idle_all(disks)
+    # udev probes a device fio wrote to once fio closes it (blkid, and the lvm and mdadm its
+    # rules run on a stacked one): under TCG in bursts up to seconds apart, and a burst after
+    # the closing snapshot would be counted by iopulsed and not in that diskstats delta
+    sh("udevadm", "settle", "--timeout=60", timeout=90)
     wait_idle_all(disks)
     t_idle = time.monotonic_ns()
     iv_ns = int(ARGS.interval * 1e9)
@@ -331,7 +421,27 @@ def window(daemon, disks, body):
     t1 = time.monotonic_ns()
     if not daemon.wait_interval(lambda iv: iv["end_mono_ns"] >= t1, 30):
         raise RuntimeError("iopulsed gave no interval for 30 s after the second snapshot")
-    return before, after, daemon.between(t0, t1)
+    cell["window_ns"] = [t0, t1]
+    ivs = daemon.between(t0, t1)
+    if ARGS.blktrace:
+        cell["latency_hist"] = {d: merged_latency(ivs, d) for d in disks}
+    return before, after, ivs
+
+
+def merged_latency(ivs, disk):
+    """disk's queue wait, service and total histograms of reads and writes over the window,
+    each interval's buckets added up (--json-buckets), for matrix.py to hold to blktrace's
+    per-IO times (tests/vm/blktruth.py)."""
+    prec = None
+    ops = {op: {m: {} for m in LAT_METRICS} for op in LAT_OPS}
+    for iv, d in dev_entries(ivs, disk):
+        prec = iv["histogram"]["precision"]
+        for op in LAT_OPS:
+            for m in LAT_METRICS:
+                for i, c in (d["ops"][op][m] or {}).get("buckets", []):
+                    ops[op][m][i] = ops[op][m].get(i, 0) + c
+    return {"precision": prec,
+            "ops": {op: {m: sorted(b.items()) for m, b in ms.items()} for op, ms in ops.items()}}
 
 
 def disk_counts(ivs, disk, before, after):
@@ -394,7 +504,7 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
         cell["passthrough"] = send_passthrough(disk, ctl)
         sync.update(n=run_jobs(cell, workloads(disk, ARGS.seconds, ARGS.fio_size)))
 
-    before, after, ivs = window(daemon, [disk], body)
+    before, after, ivs = window(daemon, [disk], body, cell)
     fio_sync = sync["n"]
     st, reasons = disk_counts(ivs, disk, before[disk], after[disk])
     st.pop("requeues")
@@ -462,7 +572,9 @@ def send_passthrough(disk, ctl):
 # whose queue_depth is 1, one queue of 4 tags. Built before iopulsed starts (no udev: LVM
 # and mdadm are told so), measured after the controller cells.
 
-EXTRA = ["lvm-linear", "lvm-striped", "md-raid1", "scsi-qd1", "nr_requests-4"]
+EXTRA = ["lvm-linear", "lvm-striped", "md-raid1", "scsi-qd1", "nr_requests-4", "split-64k",
+         "merge-seq4k"]
+EXTRA_SCHED = {"nr_requests-4": "mq-deadline", "merge-seq4k": "mq-deadline"}
 STACKS = {"lvm-linear": 1, "lvm-striped": 2, "md-raid1": 2}    # cell -> member disks
 OSD_ID = 7
 CEPH_DIR = "/tmp/iop-ceph-osd"
@@ -609,7 +721,7 @@ def measure_stack(daemon, kernel, ctl, stack, feats):
         set_scheduler(m, "none")
     sync = {}
     before, after, ivs = window(daemon, members, lambda: sync.update(
-        n=run_jobs(cell, stack_jobs(dev, ARGS.stack_seconds))))
+        n=run_jobs(cell, stack_jobs(dev, ARGS.stack_seconds))), cell)
     fio_sync = sync["n"]
     per, rs = {}, {}
     for m in members:
@@ -663,8 +775,9 @@ def measure_stack(daemon, kernel, ctl, stack, feats):
     return cell
 
 
-def measure_tuned(daemon, kernel, ctl, disk, sched, attr, value, feats):
-    """libaio QD16 and 8 psync threads on disk with sysfs attr set to value (restored)."""
+def measure_tuned(daemon, kernel, ctl, disk, sched, attr, value, feats, jobs=None):
+    """fio jobs (default libaio QD16 and 8 psync threads) on disk with sysfs attr set to
+    value (restored after)."""
     cell = {"kernel": kernel, "controller": ctl, "disk": disk, "scheduler": sched,
             "features": feats, "jobs": {}, "reasons": [], "sync_off": False}
     set_scheduler(disk, sched)
@@ -673,18 +786,22 @@ def measure_tuned(daemon, kernel, ctl, disk, sched, attr, value, feats):
         old = f.read().strip()
     cell["tuned"] = {attr: value, "was": old}
     try:
-        with open(path, "w") as f:
-            f.write(str(value))
+        if str(value) != old:
+            with open(path, "w") as f:
+                f.write(str(value))
         with open(path) as f:
             now = f.read().strip()
         if now != str(value):
             raise RuntimeError(f"{path} is {now} after writing {value}")
-        jobs = [(n, o) for n, o in workloads(disk, ARGS.stack_seconds, ARGS.fio_size)
-                if n.startswith(("libaio-qd16", "psync-8jobs"))]
-        before, after, ivs = window(daemon, [disk], lambda: run_jobs(cell, jobs))
+        if jobs is None:
+            jobs = [(n, o) for n, o in workloads(disk, ARGS.stack_seconds, ARGS.fio_size)
+                    if n.startswith(("libaio-qd16", "psync-8jobs"))]
+        before, after, ivs = window(daemon, [disk], lambda: run_jobs(cell, jobs), cell)
     finally:
-        with open(path, "w") as f:
-            f.write(old)
+        with open(path) as f:
+            if f.read().strip() != old:
+                with open(path, "w") as f:
+                    f.write(old)
     st, rs = disk_counts(ivs, disk, before[disk], after[disk])
     combine(cell, {disk: st}, {disk: rs})
     cell["intervals"] = len(ivs)
@@ -693,6 +810,29 @@ def measure_tuned(daemon, kernel, ctl, disk, sched, attr, value, feats):
         cell["notes"] = ["no requeue reported with queue_depth 1"]
         log(f"{ctl} {disk}: iopulsed reported no requeue")
     return cell
+
+
+def split_jobs(disk, secs):
+    """4 MiB writes that a 64 KiB max_sectors_kb splits into 64 parts each, with 4k reads
+    beside them."""
+    common = dict(filename=f"/dev/{disk}", direct=1, size="96M", randrepeat=0,
+                  time_based=1, runtime=f"{int(secs * 1000)}ms")
+    return [("split-4m-write", {**common, "rw": "write", "bs": "4M", "ioengine": "libaio",
+                                "iodepth": 4}),
+            ("psync-randread-4k", {**common, "rw": "randread", "bs": "4k",
+                                   "ioengine": "psync"})]
+
+
+def merge_jobs(disk, secs):
+    """Sequential 4k writes submitted 32 at a time (one io_submit under one plug, so each
+    batch merges into few requests), with 4k reads beside them."""
+    common = dict(filename=f"/dev/{disk}", direct=1, size="96M", randrepeat=0,
+                  time_based=1, runtime=f"{int(secs * 1000)}ms")
+    return [("merge-seqwrite-4k", {**common, "rw": "write", "bs": "4k", "ioengine": "libaio",
+                                   "iodepth": 32, "iodepth_batch_submit": 32,
+                                   "iodepth_batch_complete_min": 32}),
+            ("psync-randread-4k", {**common, "rw": "randread", "bs": "4k",
+                                   "ioengine": "psync"})]
 
 
 def run_extra(result, daemon, err, feats, disks, stacks):
@@ -723,12 +863,26 @@ def run_extra(result, daemon, err, feats, disks, stacks):
                     raise RuntimeError("no test disk")
                 cell = measure_tuned(daemon, ARGS.kernel, ctl, disk, "mq-deadline",
                                      "queue/nr_requests", 4, feats)
+            elif ctl == "split-64k":
+                disk = disks.get("nvme") or next(iter(disks.values()), None)
+                if not disk:
+                    raise RuntimeError("no test disk")
+                cell = measure_tuned(daemon, ARGS.kernel, ctl, disk, "none",
+                                     "queue/max_sectors_kb", 64, feats,
+                                     split_jobs(disk, ARGS.stack_seconds))
+            elif ctl == "merge-seq4k":
+                disk = disks.get("virtio-blk") or next(iter(disks.values()), None)
+                if not disk:
+                    raise RuntimeError("no test disk")
+                cell = measure_tuned(daemon, ARGS.kernel, ctl, disk, "mq-deadline",
+                                     "queue/nomerges", 0, feats,
+                                     merge_jobs(disk, ARGS.stack_seconds))
             else:
                 raise RuntimeError(f"unknown cell {ctl}")
         except Exception as e:
             traceback.print_exc()
             cell = failed_cell(ARGS.kernel, ctl, (cell or {}).get("disk"),
-                               "mq-deadline" if ctl == "nr_requests-4" else "none", feats,
+                               EXTRA_SCHED.get(ctl, "none"), feats,
                                f"{type(e).__name__}: {e}")
         cell["seconds"] = round(time.monotonic() - t, 1)
         result["cells"].append(cell)
@@ -781,10 +935,20 @@ def main():
         result["stacks"] = stacks
     save()
 
+    tracer = None
+    if ARGS.blktrace:
+        t = time.monotonic()
+        try:
+            tracer = Blktrace(list(disks.values()) + spare)
+            result["blktrace"] = {"start_s": round(time.monotonic() - t, 1)}
+        except Exception as e:
+            result["blktrace"] = {"error": f"{type(e).__name__}: {e}"}
+        log(f"blktrace: {result['blktrace']}")
+
     devs = list(disks.values()) + spare + (["dm-*", "md*"] if spare else [])
     argv = [ARGS.iopulsed, "--json", "--no-server", "-i", f"{int(ARGS.interval * 1000)}ms",
             "--devices", ",".join(devs) or "none-found", "--ceph-osd-dir", CEPH_DIR,
-            "--mode", ARGS.mode]
+            "--mode", ARGS.mode] + (["--json-buckets"] if ARGS.blktrace else [])
     log("starting " + " ".join(argv))
     t = time.monotonic()
     try:
@@ -838,6 +1002,9 @@ def main():
             save()
 
     run_extra(result, daemon, err, feats, disks, stacks)
+    if tracer:
+        result["blktrace"].update(tracer.stop())
+        log(f"blktrace: {result['blktrace']}")
     save()
 
     if daemon is None:
@@ -877,6 +1044,9 @@ if __name__ == "__main__":
     ap.add_argument("--ready-timeout", type=float, default=180)
     ap.add_argument("--mode", choices=("full", "completion"), default="full",
                     help="iopulsed's histogram mode")
+    ap.add_argument("--blktrace", action="store_true",
+                    help="record the test disks with blktrace and keep iopulsed's buckets, "
+                         "for matrix.py's latency check")
     ARGS = ap.parse_args()
     ARGS.extra = [c for c in ARGS.extra.split(",") if c and c != "none"]
     os.makedirs(ARGS.out, exist_ok=True)

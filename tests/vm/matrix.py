@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+import blktruth
+
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VMDIR = os.path.join(REPO, "tests", "vm")
 DISK_MIB = 256
@@ -35,7 +37,7 @@ DEFAULT_CONTROLLERS = [c for c in CONTROLLERS if c != "lsi53c895a"]
 BASE_SCHEDULERS = ["none", "mq-deadline"]
 # cells after the controller cells (guest.py EXTRA): cell -> its scheduler
 EXTRA = {"lvm-linear": "none", "lvm-striped": "none", "md-raid1": "none", "scsi-qd1": "none",
-         "nr_requests-4": "mq-deadline"}
+         "nr_requests-4": "mq-deadline", "split-64k": "none", "merge-seq4k": "mq-deadline"}
 STACK_DISKS = {"lvm-linear": 1, "lvm-striped": 2, "md-raid1": 2}   # spare disks each
 STACK_DISK_MIB = 160
 GUEST_OUT = "/tmp/iopulse-vm-out"   # the guest's path of the kernel's output directory
@@ -349,7 +351,8 @@ def run_kernel(k, args, vng, apt, out_root, current):
                      f"--iopulsed {args.iopulsed} --controllers {','.join(controllers)} "
                      f"--schedulers {','.join(scheds)} --disk-size {DISK_MIB << 20} "
                      f"--seconds {args.seconds} --extra {','.join(args.extra) or 'none'} "
-                     f"--stack-disk-size {STACK_DISK_MIB << 20} --mode {args.mode}")
+                     f"--stack-disk-size {STACK_DISK_MIB << 20} --mode {args.mode}"
+                     + (" --blktrace" if args.latency else ""))
         argv = [vng, "--verbose", "--run", kimg, "--disable-kvm", "--disable-microvm",
                 "--cpus", str(args.cpus), "--memory", args.memory,
                 f"--rodir={os.path.dirname(unpacked)}"]
@@ -415,6 +418,17 @@ def run_kernel(k, args, vng, apt, out_root, current):
             info["errors"].append("the guest stopped before it finished: "
                                   + " | ".join(tail(os.path.join(out, "guest.log"), 3)))
         cells = res.get("cells", [])
+        if args.latency:
+            t = time.monotonic()
+            info["blktrace"] = {k: v for k, v in (res.get("blktrace") or {}).items()
+                                if k != "files"}
+            try:
+                info["blktrace"]["pairing"] = blktruth.judge(
+                    cells, os.path.join(out, "blktrace"),
+                    res.get("blktrace") or {"error": "the guest recorded no blktrace"})
+            except Exception as e:      # the kernel's cells fail, the matrix goes on
+                info["errors"].append(f"the latency check failed: {type(e).__name__}: {e}")
+            info["latency_s"] = round(time.monotonic() - t, 1)
     have = {(c["controller"], c["scheduler"]) for c in cells}
     why = "; ".join(info["errors"]) or "the guest reported nothing for this cell"
     want = expected(controllers, scheds, args.extra)
@@ -445,9 +459,10 @@ def cell_line(c):
     if c["controller"] in EXTRA:
         status = f"({c.get('disk') or '-'}, requeues {c.get('requeues', '-')}) " + status
     io_sync = "off" if c.get("sync_off") else c.get("iopulse_sync", "-")
+    lat = (c.get("latency") or {}).get("status", "-")
     return (f"{c['kernel']:5} {c['controller']:13} {c['scheduler']:11} "
             f"diskstats {c.get('diskstats_ios', '-')!s:>6} iopulse "
-            f"{c.get('iopulse_ios', '-')!s:>6} timed {cov} sync fio "
+            f"{c.get('iopulse_ios', '-')!s:>6} timed {cov} lat {lat:3} sync fio "
             f"{c.get('fio_sync', '-')!s:>5} iopulse {io_sync!s:>5} "
             f"[{features_short(c.get('features'))}] {status}")
 
@@ -471,7 +486,10 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per kernel boot")
     ap.add_argument("--mode", choices=("full", "completion"), default="full",
                     help="iopulsed's histogram mode (README: completion-only mode)")
+    ap.add_argument("--no-latency", dest="latency", action="store_false",
+                    help="do not hold latency to blktrace (it is held in the full mode only)")
     args = ap.parse_args()
+    args.latency = args.latency and args.mode == "full"
     args.iopulsed = os.path.realpath(args.iopulsed)
     args.out = os.path.realpath(args.out)
     for c in args.controllers.split(","):
@@ -515,6 +533,8 @@ def main():
         tools.append("lvm")
     if "md-raid1" in args.extra:
         tools.append("mdadm")
+    if args.latency:
+        tools += ["blktrace", "blkparse", "btt"]
     for tool in tools:
         if not shutil.which(tool):
             problems.append(f"{tool} not found (scripts/install-deps.sh installs it)")
@@ -578,6 +598,16 @@ def main():
               f"{(d.get('features') or {}).get('probes') or '-'}")
         for w in (d.get("features") or {}).get("warnings", []):
             print(f"    {w}")
+        held = [c for c in results["cells"] if c["kernel"] == k["label"] and c.get("latency")]
+        if held:
+            worst = max((c for c in held if c["latency"].get("worst")),
+                        key=lambda c: (not c["latency"]["worst"]["ok"],
+                                       c["latency"]["worst"]["buckets"],
+                                       c["latency"]["worst"]["ns"]), default=None)
+            print(f"    latency held to blktrace in {len(held)} cells: "
+                  f"{sum(c['latency']['status'] == 'ok' for c in held)} ok"
+                  + (f"; closest call {worst['controller']} {worst['scheduler']}: "
+                     f"{worst['latency']['worst']['verdict']}" if worst else ""))
     print(f"results: {os.path.join(args.out, 'results.json')} "
           f"(tests/vm/table.py {os.path.join(args.out, 'results.json')}); "
           f"{results['seconds']:.0f} s")

@@ -19,8 +19,9 @@ def main():
         res = json.load(f)
     kernels = {k["label"]: k for k in res["kernels"]}
     print("| kernel | controller | scheduler | IOs (diskstats) | IOs (iopulse) | timed "
-          "| fdatasync (fio / iopulse) | passthrough (sent / diskstats) | iopulsed | result |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---|---|")
+          "| latency (blktrace) | fdatasync (fio / iopulse) | passthrough (sent / diskstats) "
+          "| iopulsed | result |")
+    print("|---|---|---|---:|---:|---:|---|---:|---:|---|---|")
     for c in res["cells"]:
         k = kernels.get(c["kernel"], {})
         kname = f"{c['kernel']} ({k.get('version', '?')})"
@@ -41,6 +42,11 @@ def main():
             pts = f"{pt['sent']} / {pt['diskstats']}"
             if "diskstats_iostats_passthrough" in pt:
                 pts += f"; {pt['diskstats_iostats_passthrough']} with iostats_passthrough"
+        lat = c.get("latency")
+        lats = "-"
+        if lat:
+            n = sum(d.get("ios", 0) for d in lat.get("disks", {}).values())
+            lats = f"{'ok' if lat['status'] == 'ok' else '**OFF**'}, {n} IOs"
         result = "pass" if not c["reasons"] else \
             ("known failure: " if c.get("known") else "**FAIL**: ") + "; ".join(c["reasons"])
         ctl = c["controller"]
@@ -50,7 +56,7 @@ def main():
                 ctl += f", {c['requeues']} requeues"
         print(f"| {esc(kname)} | {esc(ctl)} | {c['scheduler']} "
               f"| {c.get('diskstats_ios', '-')} | {c.get('iopulse_ios', '-')} | {cov} "
-              f"| {sync} | {esc(pts)} | {esc(feat)} | {esc(result)} |")
+              f"| {lats} | {sync} | {esc(pts)} | {esc(feat)} | {esc(result)} |")
     print()
     print(f"{res.get('passed', '?')} cells passed, {res.get('failed', '?')} failed, "
           f"{res.get('known', 0)} known failures (tests/vm/known-failures.txt); "
