@@ -553,7 +553,11 @@ static __always_inline void count_unseen(struct iop_rq_rec *r)
 	cnt_add(base, IOP_C_UNSEEN + grp, 1);
 }
 
-static __always_inline int on_rq_issue(struct rq_view *v)
+/*
+ * spare: the second program on the tracepoint (compat.bpf.h 10), which records only the
+ * dispatches the first one missed (rq_logic.h iop_spare_dispatch_done).
+ */
+static __always_inline int on_rq_issue(struct rq_view *v, const bool spare)
 {
 	struct iop_rq_rec *r;
 	u64 now = bpf_ktime_get_ns(), end, prev, q = 0;
@@ -565,10 +569,16 @@ static __always_inline int on_rq_issue(struct rq_view *v)
 	grp = op_group(v);
 	if (grp < 0)
 		return 0;     /* passthrough the kernel does not count: not IO in diskstats */
+	fp = iop_rq_fingerprint(v->start_ns, v->sector);
+	if (spare) {
+		r = find_rq(v->rq);
+		if (r && iop_spare_dispatch_done(1, *(volatile u64 *)&r->d_ns != 0, r->requeued,
+						 r->fp, fp))
+			return 0;
+	}
 	bio_q = bio_records && v->bio && !v->pt_accounted;
 	if (bio_q)
 		q = take_bio(v->bio, v->sector, &opf);
-	fp = iop_rq_fingerprint(v->start_ns, v->sector);
 	r = claim_rq(v->rq, &reissue);
 	if (r && reissue) {
 		if (iop_redispatch_kind(r->requeued, r->fp, fp) == IOP_RD_LOST)
@@ -884,7 +894,18 @@ int iop_rq_issue(u64 *ctx)
 	struct rq_view v;
 
 	rq_read_btf((struct request *)rq, rq, &v);
-	return on_rq_issue(&v);
+	return on_rq_issue(&v, false);
+}
+
+/* Attached after iop_rq_issue where tracepoint programs run preemptible (compat.bpf.h 10). */
+SEC("tp_btf/block_rq_issue")
+int iop_rq_issue_spare(u64 *ctx)
+{
+	u64 rq = tp_arg01(ctx, rq_issue_arg);
+	struct rq_view v;
+
+	rq_read_btf((struct request *)rq, rq, &v);
+	return on_rq_issue(&v, true);
 }
 
 SEC("tp_btf/block_rq_complete")
@@ -943,7 +964,16 @@ int iop_rq_issue_raw(struct bpf_raw_tracepoint_args *ctx)
 	struct rq_view v;
 
 	rq_read_core((struct request *)tp_arg01(ctx->args, rq_issue_arg), &v);
-	return on_rq_issue(&v);
+	return on_rq_issue(&v, false);
+}
+
+SEC("raw_tp/block_rq_issue")
+int iop_rq_issue_spare_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct rq_view v;
+
+	rq_read_core((struct request *)tp_arg01(ctx->args, rq_issue_arg), &v);
+	return on_rq_issue(&v, true);
 }
 
 SEC("raw_tp/block_rq_complete")

@@ -152,4 +152,19 @@ static inline enum iop_redispatch iop_redispatch_kind(int requeued, unsigned lon
 	return IOP_RD_LOST;
 }
 
+/*
+ * Where a dispatch program may miss events (compat.bpf.h 10), a second one runs after it on
+ * the same tracepoint and does the same work only for the dispatches the first missed. The
+ * first leaves behind a published record of this IO (same fingerprint, no requeue since):
+ * then the spare has nothing to do. Anything else (no record, a record of another IO, or of
+ * this IO before a requeue) is a dispatch the first did not see. The one case taken wrongly
+ * for done: the first misses the re-dispatch of an IO whose requeue event was missed as
+ * well; that IO keeps its first dispatch time (its service time then includes the wait).
+ */
+static inline int iop_spare_dispatch_done(int has_record, int published, int requeued,
+					  unsigned long long old_fp, unsigned long long new_fp)
+{
+	return has_record && published && !requeued && old_fp == new_fp;
+}
+
 #endif

@@ -95,6 +95,11 @@ bool btf_compat_has_member(const struct btf *btf, const char *struct_name, const
 	return false;
 }
 
+bool btf_compat_tp_preemptible(const struct btf *btf)
+{
+	return btf_compat_has_member(btf, "tp_transition_snapshot", "srcu_gp");
+}
+
 /* 1 << the bit called name, fallback where no enum has it, 0 for a bit out of range */
 static unsigned int enum_bit(const struct btf *btf, const char *name, unsigned int fallback)
 {
@@ -145,9 +150,12 @@ static int hide_features(struct btf_compat *c, char *err, unsigned long errlen)
 			c->have_rdonly_cast = false;
 		else if (len == 7 && !strncmp(p, "atomics", len))
 			c->have_atomics = false;
+		else if (len == 14 && !strncmp(p, "tp_preemptible", len))
+			c->tp_preemptible = false;
 		else if (len) {
 			snprintf(err, errlen, "%s: unknown feature '%.*s' (known: tp_btf, "
-				 "task_storage, rdonly_cast, atomics)", BTF_COMPAT_HIDE_ENV, (int)len, p);
+				 "task_storage, rdonly_cast, atomics, tp_preemptible)",
+				 BTF_COMPAT_HIDE_ENV, (int)len, p);
 			return -EINVAL;
 		}
 	}
@@ -189,6 +197,7 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 	c->rqf_flush_seq = enum_bit(btf, "__RQF_FLUSH_SEQ", BTF_COMPAT_RQF_FLUSH_SEQ_OLD);
 	c->rqf_io_stat = enum_bit(btf, "__RQF_IO_STAT", 0);
 	c->plug_clock = btf_compat_has_member(btf, "blk_plug", "cur_ktime");
+	c->tp_preemptible = btf_compat_tp_preemptible(btf);
 	c->have_atomics = probe_atomics();
 	btf__free(btf);
 	return hide_features(c, err, errlen);

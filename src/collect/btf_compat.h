@@ -24,6 +24,9 @@ struct btf_compat {
 	/* struct blk_plug caches the block layer's clock (cur_ktime, da4c8c3d0975, 6.9): set-up
 	 * and dispatch in one plug carry one time (compat.bpf.h 9) */
 	bool plug_clock;
+	/* tracepoint programs run preemptible (a46023d5616e, 7.0): the spare dispatch program
+	 * is attached (compat.bpf.h 10) */
+	bool tp_preemptible;
 };
 
 /* RQF_FLUSH_SEQ where the flags are #defines (before 6.11): include/linux/blk-mq.h */
@@ -40,8 +43,14 @@ long long btf_compat_enumerator(const struct btf *btf, const char *name);
 bool btf_compat_has_member(const struct btf *btf, const char *struct_name, const char *member);
 
 /*
+ * Whether tracepoint callbacks run with preemption on (compat.bpf.h 10): the commit that made
+ * them so gave struct tp_transition_snapshot (kernel/tracepoint.c) its srcu_gp member.
+ */
+bool btf_compat_tp_preemptible(const struct btf *btf);
+
+/*
  * IOPULSE_HIDE_KERNEL_FEATURES (comma-separated: tp_btf, task_storage, rdonly_cast,
- * atomics) makes
+ * atomics, tp_preemptible) makes
  * btf_compat_detect report those as missing, to run the fallbacks on a kernel that has them.
  */
 #define BTF_COMPAT_HIDE_ENV "IOPULSE_HIDE_KERNEL_FEATURES"

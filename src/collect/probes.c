@@ -131,6 +131,7 @@ struct prog_choice {
 	bool full;       /* dispatch and completion with records; else the completion-only one */
 	bool sync;       /* sync tracking */
 	bool cast;       /* the sync entries built on bpf_rdonly_cast */
+	bool spare;      /* the spare dispatch program (compat.bpf.h 10) */
 };
 
 /*
@@ -138,19 +139,24 @@ struct prog_choice {
  * left out when neither is wanted; the split program passes a bio's time on to its parts
  * wherever bios are timed. The completion-only mode loads its one completion program
  * instead of the dispatch and completion programs; the requeue program, which runs only when
- * a driver requeues, counts requeues in either mode.
+ * a driver requeues, counts requeues in either mode. Where tracepoint programs run preemptible
+ * the spare dispatch program follows the first (compat.bpf.h 10); it is declared after it, so
+ * attach_in_order attaches it later and the tracepoint calls it second.
  */
 static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 {
 	struct bpf_program *btf_progs[] = {
 		s->progs.iop_bio_queue, s->progs.iop_rq_issue, s->progs.iop_rq_complete,
 		s->progs.iop_rq_requeue, s->progs.iop_compl, s->progs.iop_bio_split,
+		s->progs.iop_rq_issue_spare,
 	};
 	struct bpf_program *raw_progs[] = {
 		s->progs.iop_bio_queue_raw, s->progs.iop_rq_issue_raw, s->progs.iop_rq_complete_raw,
 		s->progs.iop_rq_requeue_raw, s->progs.iop_compl_raw, s->progs.iop_bio_split_raw,
+		s->progs.iop_rq_issue_spare_raw,
 	};
-	bool wanted[] = { c->bio, c->full, c->full, true, !c->full, c->bio_records };
+	bool wanted[] = { c->bio, c->full, c->full, true, !c->full, c->bio_records,
+			  c->full && c->spare };
 	struct bpf_program *enter_cast[] = {
 		s->progs.iop_enter_fsync, s->progs.iop_enter_fdatasync,
 		s->progs.iop_enter_sync_file_range,
@@ -190,7 +196,7 @@ static int configure(struct probes *p, const struct probes_opts *o)
 		.raw_tp = p->raw_tp, .full = !p->completion_only, .sync = p->sync_on,
 		.bio = (o->queue_from_bio && !p->completion_only) || p->sync_on,
 		.bio_records = o->queue_from_bio && !p->completion_only,
-		.cast = p->compat.have_rdonly_cast,
+		.cast = p->compat.have_rdonly_cast, .spare = p->compat.tp_preemptible,
 	};
 	uint32_t sets = 1;
 	int err = 0;
@@ -547,9 +553,11 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 				 "silences this)" : "");
 	}
 	log_info("probes attached (%s%s, histogram precision %u, %u buckets, %zu KiB per device; "
-		 "request flags flush_seq 0x%x io_stat 0x%x)", p->raw_tp ? "raw_tp" : "tp_btf",
+		 "request flags flush_seq 0x%x io_stat 0x%x%s)", p->raw_tp ? "raw_tp" : "tp_btf",
 		 p->compat.have_atomics ? "" : " without atomics", p->k, p->nb,
-		 p->slot_u64s * 8 / 1024, p->compat.rqf_flush_seq, p->compat.rqf_io_stat);
+		 p->slot_u64s * 8 / 1024, p->compat.rqf_flush_seq, p->compat.rqf_io_stat,
+		 p->compat.tp_preemptible && !p->completion_only ?
+		 "; tracepoint programs run preemptible: spare dispatch program" : "");
 	if (p->completion_only)
 		log_info("histogram mode completion: one program at completion, latencies from the "
 			 "kernel's own stamps (README: completion-only mode)%s%s",

@@ -1,4 +1,5 @@
-/* test_btf_compat.c - request flag bits found in named and anonymous BTF enums, struct members */
+/* test_btf_compat.c - request flag bits found in named and anonymous BTF enums, struct members,
+ * preemptible tracepoints */
 #include <check.h>
 #include <errno.h>
 
@@ -75,6 +76,27 @@ START_TEST(struct_member)
 }
 END_TEST
 
+START_TEST(preemptible_tracepoints)
+{
+	struct btf *old = btf__new_empty(), *new = btf__new_empty();
+	int u64a = btf__add_int(old, "unsigned long", 8, 0);
+	int u64b = btf__add_int(new, "unsigned long", 8, 0);
+
+	/* kernel/tracepoint.c: 6.18 keeps an RCU state only; 7.0 adds its SRCU state */
+	ck_assert_int_gt(btf__add_struct(old, "tp_transition_snapshot", 16), 0);
+	ck_assert_int_eq(btf__add_field(old, "rcu", u64a, 0, 0), 0);
+	ck_assert_int_eq(btf__add_field(old, "ongoing", u64a, 64, 0), 0);
+	ck_assert_int_gt(btf__add_struct(new, "tp_transition_snapshot", 24), 0);
+	ck_assert_int_eq(btf__add_field(new, "rcu", u64b, 0, 0), 0);
+	ck_assert_int_eq(btf__add_field(new, "srcu_gp", u64b, 64, 0), 0);
+	ck_assert_int_eq(btf__add_field(new, "ongoing", u64b, 128, 0), 0);
+	ck_assert(!btf_compat_tp_preemptible(old));
+	ck_assert(btf_compat_tp_preemptible(new));
+	btf__free(old);
+	btf__free(new);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("btf_compat");
@@ -84,6 +106,7 @@ int main(void)
 	tcase_add_test(tc, named_enum);
 	tcase_add_test(tc, defines_only);
 	tcase_add_test(tc, struct_member);
+	tcase_add_test(tc, preemptible_tracepoints);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

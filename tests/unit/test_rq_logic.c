@@ -1,5 +1,6 @@
 /* test_rq_logic.c - per-request decisions of the BPF programs: diskstats op groups, passthrough,
- * and when a re-dispatched request proves a lost completion */
+ * when a re-dispatched request proves a lost completion, and what a spare dispatch program
+ * leaves to the first */
 #include <check.h>
 
 #include "check_main.h"
@@ -89,6 +90,23 @@ START_TEST(test_new_io_in_a_recycled_request_is_a_lost_completion)
 }
 END_TEST
 
+START_TEST(test_spare_dispatch_program_takes_what_the_first_missed)
+{
+	unsigned long long fp = iop_rq_fingerprint(123456789ull, 2048);
+	unsigned long long other = iop_rq_fingerprint(123999999ull, 4096);
+
+	/* the first program recorded this dispatch: nothing left to do */
+	ck_assert(iop_spare_dispatch_done(1, 1, 0, fp, fp));
+	/* the first missed it: no record, or the request's previous IO still recorded */
+	ck_assert(!iop_spare_dispatch_done(0, 0, 0, 0, fp));
+	ck_assert(!iop_spare_dispatch_done(1, 1, 0, other, fp));
+	/* this IO's record from before its requeue: the re-dispatch is new to it */
+	ck_assert(!iop_spare_dispatch_done(1, 1, 1, fp, fp));
+	/* a record claimed but not yet published is not a dispatch seen */
+	ck_assert(!iop_spare_dispatch_done(1, 0, 0, fp, fp));
+}
+END_TEST
+
 START_TEST(test_bio_record_keeps_time_and_the_two_flags)
 {
 	/* 6.18's bits (REQ_PREFLUSH 1 << 18, REQ_FUA 1 << 17) and 4.x's (1 << 13, 1 << 12) */
@@ -150,6 +168,7 @@ int main(void)
 	tcase_add_test(tc, test_stat_bytes_are_whole_sectors);
 	tcase_add_test(tc, test_busy_redispatch_is_the_same_io);
 	tcase_add_test(tc, test_new_io_in_a_recycled_request_is_a_lost_completion);
+	tcase_add_test(tc, test_spare_dispatch_program_takes_what_the_first_missed);
 	tcase_add_test(tc, test_bio_record_keeps_time_and_the_two_flags);
 	tcase_add_test(tc, test_bio_key_tells_starts_apart);
 	suite_add_tcase(s, tc);
