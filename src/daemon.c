@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "aggregator.h"
+#include "config_apply.h"
 #include "devices.h"
 #include "hub.h"
 #include "info_pb.h"
@@ -292,16 +293,6 @@ fail:
 	return r;
 }
 
-static bool needs_restart(const struct iop_config *a, const struct iop_config *b)
-{
-	return a->hist_precision != b->hist_precision || a->rollup_partitions != b->rollup_partitions ||
-	       a->queue_from_bio != b->queue_from_bio || a->hist_mode != b->hist_mode ||
-	       a->sync_enabled != b->sync_enabled || a->bpf_stats != b->bpf_stats ||
-	       a->max_devices != b->max_devices || a->max_threads != b->max_threads ||
-	       a->max_inflight != b->max_inflight ||
-	       strcmp(a->ceph_osd_dir ? a->ceph_osd_dir : "", b->ceph_osd_dir ? b->ceph_osd_dir : "");
-}
-
 static int arm_timer(int tfd, uint64_t ms)
 {
 	struct itimerspec its = {
@@ -337,10 +328,32 @@ static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct i
 	return r;
 }
 
-/* SIGHUP: parse into a copy; keep the old config on any error. */
+/* One line per key a reload changes, saying how the change applies (or that it waits). */
+static void log_plan(const struct config_plan *plan)
+{
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct config_change *ch = &plan->changes[i];
+
+		if (ch->apply == CONFIG_APPLY_LIVE)
+			log_info("reload: %s changed, applied%s%s%s", ch->key, ch->note ? " (" : "",
+				 ch->note ? ch->note : "", ch->note ? ")" : "");
+		else if (ch->apply == CONFIG_APPLY_PROBES)
+			log_info("reload: %s changed, applied by loading the probes again", ch->key);
+		else
+			log_warn("reload: %s changed, which needs a restart: the running value stays "
+				 "until iopulsed restarts", ch->key);
+	}
+}
+
+/*
+ * SIGHUP: parse into a copy; keep the old config on any error. What each changed key does is
+ * the key tables' word (config_plan_reload()): applied now, applied by new probes, or kept
+ * at its running value with a warning.
+ */
 static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pipeline *pl, int tfd)
 {
 	struct iop_config fresh;
+	struct config_plan plan;
 	char err[1024] = "";
 	int r;
 
@@ -356,13 +369,15 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 		r = overrides_apply(&o->ov, &fresh);
 	if (!r)
 		r = config_check_serving(&fresh, err, sizeof(err));
+	if (!r)
+		r = config_plan_reload(&fresh, cfg, &plan);
 	if (r) {
 		log_error("reload rejected, keeping the running config: %s",
 			  err[0] ? err : strerror(-r));
 		config_release(&fresh);
 		return 0;
 	}
-	if (needs_restart(cfg, &fresh)) {
+	if (plan.probes) {
 		struct pipeline next = { 0 };
 
 		/*
@@ -382,25 +397,14 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 		pipeline_stop(pl);
 		*pl = next;
 	}
-	if (fresh.server_enabled != cfg->server_enabled || fresh.server_ring_ms != cfg->server_ring_ms ||
-	    fresh.server_socket_mode != cfg->server_socket_mode ||
-	    strcmp(fresh.server_socket, cfg->server_socket) ||
-	    strcmp(fresh.server_socket_group, cfg->server_socket_group) ||
-	    strcmp(fresh.server_mark_group, cfg->server_mark_group) ||
-	    strcmp(fresh.server_tcp, cfg->server_tcp) ||
-	    strcmp(fresh.metrics_listen, cfg->metrics_listen) ||
-	    fresh.metrics_precision != cfg->metrics_precision ||
-	    fresh.metrics_max_threads != cfg->metrics_max_threads ||
-	    fresh.server_mark_rate != cfg->server_mark_rate ||
-	    fresh.server_mark_bytes != cfg->server_mark_bytes ||
-	    fresh.server_mark_labels != cfg->server_mark_labels ||
-	    fresh.server_open_phases != cfg->server_open_phases ||
-	    fresh.server_subscribers != cfg->server_subscribers ||
-	    fresh.server_request_bytes != cfg->server_request_bytes ||
-	    fresh.server_ring_mib != cfg->server_ring_mib ||
-	    (cfg->server_enabled && fresh.interval_ms != cfg->interval_ms))
-		log_warn("server settings take effect when iopulsed restarts (the replay ring "
-			 "keeps its length in intervals)");
+	if (fresh.interval_ms != cfg->interval_ms) {
+		r = arm_timer(tfd, fresh.interval_ms);
+		if (r) {
+			log_error("interval not changed: the timer cannot be set: %s", strerror(-r));
+			fresh.interval_ms = cfg->interval_ms;
+		}
+	}
+	log_plan(&plan);
 	log_setup(fresh.log_level, o->use_syslog);
 	/* the certificate, key and client CAs are read again from the running paths */
 	if (srv.rpc && *cfg->server_tls_cert && *cfg->server_tcp) {
@@ -411,8 +415,6 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 		else
 			log_info("TLS certificate, key and client CAs reloaded for new connections");
 	}
-	if (fresh.interval_ms != cfg->interval_ms)
-		arm_timer(tfd, fresh.interval_ms);
 	config_release(cfg);
 	*cfg = fresh;
 	log_info("configuration reloaded from %s", o->config_path);

@@ -188,35 +188,45 @@ int config_copy(struct iop_config *dst, const struct iop_config *src)
 
 /* ----------------------------------------------------------- top-level keys -- */
 
+/* The kernel's maps are sized by these when the probes load; threads_reserved is read every
+ * interval (threads_collect()). */
 static const struct key limits_keys[] = {
-	{ .name = "devices", .type = KEY_UINT, .offset = FIELD(max_devices), .min = 1, .max = 4096 },
-	{ .name = "threads", .type = KEY_UINT, .offset = FIELD(max_threads), .min = 16, .max = 1048576 },
+	{ .name = "devices", .type = KEY_UINT, .offset = FIELD(max_devices),
+	  .min = 1, .max = 4096, .apply = CONFIG_APPLY_PROBES },
+	{ .name = "threads", .type = KEY_UINT, .offset = FIELD(max_threads),
+	  .min = 16, .max = 1048576, .apply = CONFIG_APPLY_PROBES },
 	{ .name = "threads_reserved", .type = KEY_UINT, .offset = FIELD(threads_reserved),
-	  .min = 0, .max = 524288 },
+	  .min = 0, .max = 524288, .apply = CONFIG_APPLY_LIVE },
 	{ .name = "inflight", .type = KEY_UINT, .offset = FIELD(max_inflight),
-	  .min = 1024, .max = 4194304 },
+	  .min = 1024, .max = 4194304, .apply = CONFIG_APPLY_PROBES },
 	{ .name = NULL },
 };
 
 static const struct key ceph_keys[] = {
-	{ .name = "osd_dir", .type = KEY_PATH, .offset = FIELD(ceph_osd_dir) },
+	{ .name = "osd_dir", .type = KEY_PATH, .offset = FIELD(ceph_osd_dir),
+	  .apply = CONFIG_APPLY_PROBES },
 	{ .name = NULL },
 };
 
 static const struct key log_keys[] = {
-	{ .name = "level", .type = KEY_LOG_LEVEL, .offset = FIELD(log_level) },
+	{ .name = "level", .type = KEY_LOG_LEVEL, .offset = FIELD(log_level),
+	  .apply = CONFIG_APPLY_LIVE },
 	{ .name = NULL },
 };
 
-static const struct key top_keys[] = {
-	{ .name = "interval", .type = KEY_DURATION, .offset = FIELD(interval_ms) },
+const struct key config_top_keys[] = {
+	{ .name = "interval", .type = KEY_DURATION, .offset = FIELD(interval_ms),
+	  .apply = CONFIG_APPLY_LIVE,
+	  .note = "the replay ring keeps the room it was given for the interval at start: a "
+		  "shorter one replays less than server.ring until iopulsed restarts" },
 	{ .name = "histogram", .type = KEY_SECTION, .sub = config_histogram_keys },
 	{ .name = "devices", .type = KEY_SECTION, .sub = config_devices_keys },
 	{ .name = "sync", .type = KEY_SECTION, .sub = config_sync_keys },
 	{ .name = "limits", .type = KEY_SECTION, .sub = limits_keys },
 	{ .name = "ceph", .type = KEY_SECTION, .sub = ceph_keys },
 	{ .name = "log", .type = KEY_SECTION, .sub = log_keys },
-	{ .name = "bpf_stats", .type = KEY_BOOL, .offset = FIELD(bpf_stats) },
+	{ .name = "bpf_stats", .type = KEY_BOOL, .offset = FIELD(bpf_stats),
+	  .apply = CONFIG_APPLY_PROBES },
 	{ .name = "server", .type = KEY_SECTION, .sub = config_server_keys },
 	{ .name = "metrics", .type = KEY_SECTION, .sub = config_metrics_keys },
 	{ .name = NULL },
@@ -329,7 +339,7 @@ static int load_file(struct loader *ld, FILE *f, struct iop_config *c)
 	ld->doc = &doc;
 	root = yaml_document_get_root_node(&doc);
 	if (root) /* no root: empty file or only comments, all defaults */
-		r = loader_section(ld, root, top_keys, "", c);
+		r = loader_section(ld, root, config_top_keys, "", c);
 	if (r == 0 && root) {
 		if (!yaml_parser_load(&parser, &extra)) {
 			r = yaml_failed(ld, &parser, f);

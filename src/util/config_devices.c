@@ -2,8 +2,11 @@
 #include "config_loader.h"
 
 const struct key config_devices_keys[] = {
-	{ .name = "include", .type = KEY_GLOBS, .offset = FIELD(dev_include) },
-	{ .name = "exclude", .type = KEY_GLOBS, .offset = FIELD(dev_exclude) },
-	{ .name = "rollup_partitions", .type = KEY_BOOL, .offset = FIELD(rollup_partitions) },
+	{ .name = "include", .type = KEY_GLOBS, .offset = FIELD(dev_include),
+	  .apply = CONFIG_APPLY_LIVE },
+	{ .name = "exclude", .type = KEY_GLOBS, .offset = FIELD(dev_exclude),
+	  .apply = CONFIG_APPLY_LIVE },
+	{ .name = "rollup_partitions", .type = KEY_BOOL, .offset = FIELD(rollup_partitions),
+	  .apply = CONFIG_APPLY_PROBES },
 	{ .name = NULL },
 };

@@ -50,8 +50,10 @@ int config_load_hist_mode(struct loader *ld, const yaml_node_t *n, const char *k
 
 const struct key config_histogram_keys[] = {
 	{ .name = "precision", .type = KEY_UINT, .offset = FIELD(hist_precision),
-	  .min = IOP_HIST_K_MIN, .max = IOP_HIST_K_MAX },
-	{ .name = "mode", .type = KEY_HIST_MODE, .offset = FIELD(hist_mode) },
-	{ .name = "queue_from_bio", .type = KEY_BOOL, .offset = FIELD(queue_from_bio) },
+	  .min = IOP_HIST_K_MIN, .max = IOP_HIST_K_MAX, .apply = CONFIG_APPLY_PROBES },
+	{ .name = "mode", .type = KEY_HIST_MODE, .offset = FIELD(hist_mode),
+	  .apply = CONFIG_APPLY_PROBES },
+	{ .name = "queue_from_bio", .type = KEY_BOOL, .offset = FIELD(queue_from_bio),
+	  .apply = CONFIG_APPLY_PROBES },
 	{ .name = NULL },
 };

@@ -8,6 +8,7 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "config_apply.h"
 
 /* One file being loaded; errors are written to err as "FILE:LINE:COLUMN: key 'a.b': what". */
 struct loader {
@@ -28,11 +29,14 @@ struct key {
 	size_t offset;          /* of the field in struct iop_config; unused for sections */
 	uint32_t min, max;      /* KEY_UINT range */
 	const struct key *sub;  /* KEY_SECTION: its keys, ending with an entry without name */
+	enum config_apply apply; /* how a change applies on SIGHUP (config_plan_reload) */
+	const char *note;       /* logged with a live change: what it does not change */
 };
 
 #define FIELD(f) offsetof(struct iop_config, f)
 
-/* The sections' key tables, each in its config_<section>.c. */
+/* The top level's keys (config.c) and the sections' key tables, each in its config_<section>.c. */
+extern const struct key config_top_keys[];
 extern const struct key config_histogram_keys[];
 extern const struct key config_devices_keys[];
 extern const struct key config_sync_keys[];

@@ -3,12 +3,16 @@
 
 #include "hist_math.h"
 
+/* The endpoint copies these when it starts (metrics_server_start()): a change waits for a
+ * restart. */
 const struct key config_metrics_keys[] = {
-	{ .name = "listen", .type = KEY_LISTEN, .offset = FIELD(metrics_listen) },
+	{ .name = "listen", .type = KEY_LISTEN, .offset = FIELD(metrics_listen),
+	  .apply = CONFIG_APPLY_RESTART },
 	{ .name = "precision", .type = KEY_UINT, .offset = FIELD(metrics_precision),
-	  .min = 0, .max = IOP_HIST_K_MAX },
-	{ .name = "threads", .type = KEY_GLOBS, .offset = FIELD(metrics_threads) },
+	  .min = 0, .max = IOP_HIST_K_MAX, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "threads", .type = KEY_GLOBS, .offset = FIELD(metrics_threads),
+	  .apply = CONFIG_APPLY_RESTART },
 	{ .name = "max_threads", .type = KEY_UINT, .offset = FIELD(metrics_max_threads),
-	  .min = 0, .max = 100000 },
+	  .min = 0, .max = 100000, .apply = CONFIG_APPLY_RESTART },
 	{ .name = NULL },
 };

@@ -1,4 +1,5 @@
-/* test_config.c - config defaults, YAML loading, error messages, copy and durations */
+/* test_config.c - config defaults, YAML loading, error messages, copy, durations and what a
+ * reload does with each key */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -8,6 +9,8 @@
 
 #include "check_main.h"
 #include "config.h"
+#include "config_apply.h"
+#include "config_loader.h"
 #include "hist_math.h"
 
 #ifndef TEST_SRCDIR
@@ -693,6 +696,215 @@ START_TEST(test_duration_range)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ reload -- */
+
+/* Every key of the tables, flattened: its dotted name and its entry. */
+struct flat_key {
+	char name[48];
+	const struct key *k;
+};
+
+static size_t flatten(const struct key *keys, const char *prefix, struct flat_key *out,
+		      size_t n)
+{
+	char name[48];
+
+	for (const struct key *k = keys; k->name; k++) {
+		snprintf(name, sizeof(name), "%s%s%s", prefix, *prefix ? "." : "", k->name);
+		if (k->type == KEY_SECTION) {
+			n = flatten(k->sub, name, out, n);
+			continue;
+		}
+		ck_assert_uint_lt(n, CONFIG_KEYS_MAX);
+		snprintf(out[n].name, sizeof(out[n].name), "%s", name);
+		out[n].k = k;
+		n++;
+	}
+	return n;
+}
+
+static size_t all_keys(struct flat_key *out)
+{
+	return flatten(config_top_keys, "", out, 0);
+}
+
+/* Give the key another value than the one c holds, whatever its type. */
+static void change_value(struct iop_config *c, const struct key *k)
+{
+	void *f = (char *)c + k->offset;
+
+	switch (k->type) {
+	case KEY_DURATION:
+		*(uint64_t *)f += 10;
+		break;
+	case KEY_UINT:
+		*(uint32_t *)f = *(uint32_t *)f == k->min ? k->max : k->min;
+		break;
+	case KEY_MODE:
+		*(uint32_t *)f ^= 1;
+		break;
+	case KEY_BOOL:
+		*(bool *)f = !*(bool *)f;
+		break;
+	case KEY_LOG_LEVEL:
+		*(enum iop_log_level *)f = (*(enum iop_log_level *)f + 1) % 4;
+		break;
+	case KEY_HIST_MODE:
+		*(enum iop_hist_mode *)f = *(enum iop_hist_mode *)f == IOP_HIST_MODE_FULL ?
+			IOP_HIST_MODE_COMPLETION : IOP_HIST_MODE_FULL;
+		break;
+	case KEY_GLOBS:
+		ck_assert_int_eq(iop_strlist_append(f, "changed*"), 0);
+		break;
+	case KEY_PATH:
+	case KEY_GROUP:
+	case KEY_LISTEN:
+	case KEY_FILE:
+		ck_assert_int_eq(loader_set_string(f, "/changed"), 0);
+		break;
+	case KEY_SECTION:
+		ck_abort_msg("a section has no value");
+	}
+}
+
+START_TEST(test_every_key_says_how_it_applies)
+{
+	struct flat_key keys[CONFIG_KEYS_MAX];
+	struct config_change list[CONFIG_KEYS_MAX];
+	size_t n = all_keys(keys);
+
+	ck_assert_uint_ge(n, 40);
+	ck_assert_uint_eq(config_key_list(list, CONFIG_KEYS_MAX), n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_msg(keys[i].k->apply != CONFIG_APPLY_UNSET,
+			      "%s: its table entry does not say how a change applies", keys[i].name);
+		ck_assert_str_eq(list[i].key, keys[i].name);
+		ck_assert_int_eq(list[i].apply, keys[i].k->apply);
+	}
+	/* fewer than the room: config_key_list counts past it */
+	ck_assert_uint_eq(config_key_list(list, 3), n);
+	ck_assert_str_eq(list[0].key, "interval");
+}
+END_TEST
+
+/* Each key changed alone: the plan names it and the table's word; a restart keeps the
+ * running value, the others keep the new one. */
+START_TEST(test_plan_each_key_alone)
+{
+	struct flat_key keys[CONFIG_KEYS_MAX];
+	struct iop_config running, next;
+	struct config_plan plan;
+	size_t n = all_keys(keys);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct key *k = keys[i].k;
+
+		init_defaults(&running);
+		ck_assert_int_eq(config_copy(&next, &running), 0);
+		ck_assert_int_eq(config_plan_reload(&next, &running, &plan), 0);
+		ck_assert_uint_eq(plan.n, 0);
+		ck_assert(!plan.probes);
+		change_value(&next, k);
+		ck_assert_int_eq(config_plan_reload(&next, &running, &plan), 0);
+		ck_assert_msg(plan.n == 1, "%s: %zu keys changed", keys[i].name, plan.n);
+		ck_assert_str_eq(plan.changes[0].key, keys[i].name);
+		ck_assert_int_eq(plan.changes[0].apply, k->apply);
+		ck_assert(plan.probes == (k->apply == CONFIG_APPLY_PROBES));
+		/* planning again: a restart key is back at its running value, the others stay new */
+		ck_assert_int_eq(config_plan_reload(&next, &running, &plan), 0);
+		ck_assert_msg(plan.n == (k->apply == CONFIG_APPLY_RESTART ? 0u : 1u),
+			      "%s (%s): %zu keys differ after the plan", keys[i].name,
+			      config_apply_name(k->apply), plan.n);
+		config_release(&next);
+		config_release(&running);
+	}
+}
+END_TEST
+
+static enum config_apply apply_of_key(const char *name)
+{
+	struct config_change list[CONFIG_KEYS_MAX];
+	size_t n = config_key_list(list, CONFIG_KEYS_MAX);
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(list[i].key, name) == 0)
+			return list[i].apply;
+	}
+	ck_abort_msg("no key %s", name);
+	return CONFIG_APPLY_UNSET;
+}
+
+/* Keys a reload used to drop without a word, and some that it applies. */
+START_TEST(test_plan_named_keys)
+{
+	static const char *const restart[] = {
+		"metrics.threads", "server.mark_clients", "server.tls_cert", "server.tls_key",
+		"server.tls_client_ca", "server.tcp", "server.enabled", "metrics.listen",
+	};
+	static const char *const probes[] = {
+		"histogram.precision", "histogram.mode", "limits.devices", "sync.enabled",
+		"ceph.osd_dir", "bpf_stats",
+	};
+	static const char *const live[] = {
+		"interval", "log.level", "devices.include", "sync.threads.include",
+		"limits.threads_reserved",
+	};
+
+	for (size_t i = 0; i < sizeof(restart) / sizeof(restart[0]); i++)
+		ck_assert_msg(apply_of_key(restart[i]) == CONFIG_APPLY_RESTART, "%s", restart[i]);
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+		ck_assert_msg(apply_of_key(probes[i]) == CONFIG_APPLY_PROBES, "%s", probes[i]);
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+		ck_assert_msg(apply_of_key(live[i]) == CONFIG_APPLY_LIVE, "%s", live[i]);
+	ck_assert_str_eq(config_apply_name(CONFIG_APPLY_LIVE), "live");
+	ck_assert_str_eq(config_apply_name(CONFIG_APPLY_PROBES), "probes");
+	ck_assert_str_eq(config_apply_name(CONFIG_APPLY_RESTART), "restart");
+	ck_assert_str_eq(config_apply_name(CONFIG_APPLY_UNSET), "restart");
+}
+END_TEST
+
+/* A file changing several keys: each is listed in table order, the restart ones go back. */
+START_TEST(test_plan_several_keys)
+{
+	struct iop_config running, next;
+	struct config_plan plan;
+	char err[512] = "";
+
+	init_defaults(&running);
+	init_defaults(&next);
+	ck_assert_int_eq(load_text(&next, "interval: 250ms\nhistogram: {precision: 4}\n"
+				   "log: {level: debug}\n"
+				   "server: {tcp: \"127.0.0.1:0\", mark_clients: [ops], "
+				   "subscribers: 9}\nmetrics: {threads: [fio*]}\n", err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(config_plan_reload(&next, &running, &plan), 0);
+	ck_assert_uint_eq(plan.n, 7);
+	ck_assert(plan.probes);
+	ck_assert_str_eq(plan.changes[0].key, "interval");
+	ck_assert_int_eq(plan.changes[0].apply, CONFIG_APPLY_LIVE);
+	ck_assert_ptr_nonnull(plan.changes[0].note);
+	ck_assert_str_eq(plan.changes[1].key, "histogram.precision");
+	ck_assert_int_eq(plan.changes[1].apply, CONFIG_APPLY_PROBES);
+	ck_assert_ptr_null(plan.changes[1].note);
+	ck_assert_str_eq(plan.changes[2].key, "log.level");
+	ck_assert_str_eq(plan.changes[3].key, "server.tcp");
+	ck_assert_int_eq(plan.changes[3].apply, CONFIG_APPLY_RESTART);
+	ck_assert_str_eq(plan.changes[4].key, "server.mark_clients");
+	ck_assert_str_eq(plan.changes[5].key, "server.subscribers");
+	ck_assert_str_eq(plan.changes[6].key, "metrics.threads");
+	/* applied: the new values; a restart: the running ones */
+	ck_assert_uint_eq(next.interval_ms, 250);
+	ck_assert_uint_eq(next.hist_precision, 4);
+	ck_assert_int_eq(next.log_level, IOP_LOG_DEBUG);
+	ck_assert_str_eq(next.server_tcp, "");
+	ck_assert(strlist_eq(&next.server_mark_clients, &running.server_mark_clients));
+	ck_assert_uint_eq(next.server_subscribers, running.server_subscribers);
+	ck_assert(strlist_eq(&next.metrics_threads, &running.metrics_threads));
+	config_release(&next);
+	config_release(&running);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------- main -- */
 
 static Suite *config_suite(void)
@@ -727,6 +939,13 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, test_duration, 0, sizeof(durations) / sizeof(durations[0]));
 	tcase_add_test(tc, test_duration_null);
 	tcase_add_test(tc, test_duration_range);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reload");
+	tcase_add_test(tc, test_every_key_says_how_it_applies);
+	tcase_add_test(tc, test_plan_each_key_alone);
+	tcase_add_test(tc, test_plan_named_keys);
+	tcase_add_test(tc, test_plan_several_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }
