@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "log.h"
 #include "phases.h"
 #include "thread_fold.h"
 #include "update_pb.h"
@@ -211,9 +212,9 @@ static void evict_oldest(struct hub *h)
 				iopulse__v1__update__init(s->carry);
 		}
 		if (!u || !s->carry || update_merge_into(s->carry, u, &s->f))
-			fprintf(stderr, "iopulsed: warning: interval %llu could not be kept for a "
-				"subscriber more than server.ring behind (out of memory, or the "
-				"histogram precision changed)\n", (unsigned long long)e->seq);
+			log_warn("interval %llu could not be kept for a subscriber more than "
+				 "server.ring behind (out of memory, or the histogram precision "
+				 "changed)", (unsigned long long)e->seq);
 		s->next_seq = e->seq + 1;
 	}
 	update_free(u);
@@ -264,7 +265,7 @@ int hub_publish(struct hub *h, const struct iop_interval *iv)
 	/* the marks cut before the maps were read sit on this interval's end */
 	r = phases_stamp(h->phases, iv->end_mono_ns, iv->end_realtime_ns, &u->phases, &u->n_phases);
 	if (r)
-		fprintf(stderr, "iopulsed: warning: out of memory answering a phase mark\n");
+		log_warn("out of memory answering a phase mark");
 	u->phase_marks = u->n_phases;
 	pthread_mutex_lock(&h->lock);
 	m = pack_msg(&u->base);
@@ -658,8 +659,7 @@ struct hub_msg *hub_next(struct hub *h, struct hub_sub *s)
 		if (r == -EXDEV)
 			stop_seq = u->seq;   /* a new histogram layout: it starts the next Update */
 		else if (r && !stop_seq)
-			fprintf(stderr, "iopulsed: warning: out of memory merging intervals for a "
-				"subscriber\n");
+			log_warn("out of memory merging intervals for a subscriber");
 		update_free(u);
 		hub_msg_unref(take[i]);
 	}

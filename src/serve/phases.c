@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "update_pb.h"
 
 #define NAME_MAX_LEN 128
@@ -157,7 +158,7 @@ static void wake(struct phases *p)
 	uint64_t one = 1;
 
 	if (write(p->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		fprintf(stderr, "iopulsed: warning: cannot wake the main loop for a phase mark\n");
+		log_warn("cannot wake the main loop for a phase mark");
 }
 
 static int enqueue(struct queue *q, pb_mark *pm, bool reply)
@@ -428,8 +429,7 @@ static void abandon(struct phases *p, size_t i)
 	if (!pm || !pm->name || !pm->session || !pm->labels ||
 	    add_mark(p, pm, (ssize_t)i, false, "")) {
 		mark_free(pm);
-		fprintf(stderr, "iopulsed: warning: out of memory ending abandoned phase '%s'\n",
-			b->name);
+		log_warn("out of memory ending abandoned phase '%s'", b->name);
 		open_remove(p, i);
 	}
 }
