@@ -38,7 +38,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from .model import DEFAULT_PRECISION
+from .model import ALL, DATA_OPS, DEFAULT_PRECISION
 from .phases.model import Phase
 from .record.reader import Run
 from .record.settings import settings_changes
@@ -48,7 +48,7 @@ from .stats import mean, sd, student, t_quantile
 
 ALPHA = 0.05
 MIN_CHANGE = 10.0
-OPS = ("read", "write", "discard", "all")   # "all": the data ops together, as the report's row
+OPS = DATA_OPS + (ALL,)          # ALL: the data ops together, as the report's row
 
 # verdicts
 BETTER, WORSE = "better", "worse"           # flagged

@@ -13,7 +13,16 @@ from typing import Any, Optional, Sequence
 
 from .histogram import Histogram
 
-OPS = ("read", "write", "flush", "discard")
+# The names the wire gives a device's ops, their counters and histograms, and the sync calls:
+# the one place they are spelled (the report, compare, export and top take them from here).
+OPS = ("read", "write", "flush", "discard")           # a device's ops, in the message's order
+DATA_OPS = ("read", "write", "discard")               # what ALL adds up (diskstats' IOs)
+LATENCY_OPS = ("read", "write")                       # the ops shown apart in a flat record
+ALL = "all"                                           # the name of the data ops together
+OP_COUNTERS = ("ios", "bytes", "errors", "untimed", "no_queue_ts", "completion_unseen")
+OP_HISTOGRAMS = ("queue_wait_ns", "service_ns", "total_ns", "size_bytes")
+DEVICE_HISTOGRAMS = ("seek_distance_sectors", "preflush_latency_ns", "fua_latency_ns")
+SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range")
 DEFAULT_PRECISION = 5
 
 
@@ -43,7 +52,7 @@ class OpStats:
     total_ns: Histogram         # submitted -> completed
     size_bytes: Histogram
 
-    HISTOGRAMS = ("queue_wait_ns", "service_ns", "total_ns", "size_bytes")
+    HISTOGRAMS = OP_HISTOGRAMS
 
     @classmethod
     def from_pb(cls, msg: Any, precision: int = DEFAULT_PRECISION) -> "OpStats":
@@ -121,9 +130,6 @@ class DeviceStats:
                           "preflush_latency_ns": self.preflush_latency_ns.to_dict(),
                           "fua_latency_ns": self.fua_latency_ns.to_dict()},
                 "requeues": self.requeues}
-
-
-SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range")
 
 
 @dataclass

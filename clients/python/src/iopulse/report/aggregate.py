@@ -7,19 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Union
 
 from ..histogram import Histogram
-from ..model import DEFAULT_PRECISION, device_where
+from ..model import (ALL, DATA_OPS, DEFAULT_PRECISION, DEVICE_HISTOGRAMS, LATENCY_OPS,
+                     OP_COUNTERS, OP_HISTOGRAMS, SYNC_CALLS, device_where)
+from ..model import OPS as ALL_OPS
 from ..phases.model import Phase
 from ..record.reader import Run
 
-ALL_OPS = ("read", "write", "flush", "discard")
-DATA_OPS = ("read", "write", "discard")     # what "all" adds up (diskstats' IOs)
-LATENCY_OPS = ("read", "write")
-ALL = "all"                                 # the op name of a device's data ops together
-OPS = ("read", "write", "discard", "flush", ALL)    # the op rows of a device, in this order
-OP_HISTOGRAMS = ("queue_wait_ns", "service_ns", "total_ns", "size_bytes")
-DEVICE_HISTOGRAMS = ("seek_distance_sectors", "preflush_latency_ns", "fua_latency_ns")
-OP_COUNTERS = ("ios", "bytes", "errors", "untimed", "no_queue_ts", "completion_unseen")
-SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range")
+OPS = DATA_OPS + ("flush", ALL)             # the op rows of a device, in this order
 
 
 class HistAcc:
