@@ -22,7 +22,6 @@
 #include "log.h"
 #include "output_json.h"
 #include "output_text.h"
-#include "threads.h"
 #include "phases.h"
 #include "probes.h"
 #include "rpc_server.h"
@@ -84,6 +83,32 @@ static void publish(struct pipeline *pl, const struct iop_config *c, const struc
 		hub_set_info(srv.hub, info);
 }
 
+/*
+ * What a listener's failure says about the address or path it was given: bind(2), chmod(2)
+ * and the socket path's checks fail so for what the config names (exit IOP_EXIT_CONFIG);
+ * anything else is the host's (out of memory, descriptors, threads, gRPC core).
+ */
+static bool listener_misconfigured(int r)
+{
+	switch (-r) {
+	case EADDRINUSE:
+	case EADDRNOTAVAIL:
+	case EAFNOSUPPORT:
+	case EACCES:
+	case EPERM:
+	case EINVAL:
+	case EEXIST:
+	case ENOENT:
+	case ENOTDIR:
+	case ENAMETOOLONG:
+	case ELOOP:
+	case EROFS:
+		return true;
+	}
+	return false;
+}
+
+/* The hub, the metrics endpoint and the gRPC server. 0, or the exit code to end with. */
 static int serving_start(const struct iop_config *c)
 {
 	struct rpc_server_opts ro = {
@@ -104,7 +129,7 @@ static int serving_start(const struct iop_config *c)
 	if (c->server_ring_ms < c->interval_ms) {
 		log_error("server.ring (%llu ms) is shorter than one interval (%llu ms)",
 			  (unsigned long long)c->server_ring_ms, (unsigned long long)c->interval_ms);
-		return -EINVAL;
+		return IOP_EXIT_CONFIG;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	srv.started_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -116,8 +141,10 @@ static int serving_start(const struct iop_config *c)
 	};
 	ro.request_bytes = lim.request_bytes;
 	r = hub_new(&srv.hub, c->interval_ms, c->server_ring_ms, &lim);
-	if (r)
-		return r;
+	if (r) {
+		log_error("cannot set up the replay ring: %s", strerror(-r));
+		return IOP_EXIT_RUNTIME;
+	}
 	hub_watch_threads(srv.hub, threads_alive);
 	if (*c->metrics_listen) {
 		if (c->metrics_precision > c->hist_precision)
@@ -128,7 +155,7 @@ static int serving_start(const struct iop_config *c)
 		if (r) {
 			log_error("%s", err[0] ? err : strerror(-r));
 			srv.hub = hub_free(srv.hub);
-			return r;
+			return listener_misconfigured(r) ? IOP_EXIT_CONFIG : IOP_EXIT_RUNTIME;
 		}
 		log_info("serving Prometheus metrics on http://%s (port %d)/metrics",
 			 c->metrics_listen, metrics_server_port(srv.metrics));
@@ -140,7 +167,7 @@ static int serving_start(const struct iop_config *c)
 		log_error("gRPC server: %s", err[0] ? err : strerror(-r));
 		srv.metrics = metrics_server_stop(srv.metrics);
 		srv.hub = hub_free(srv.hub);
-		return r;
+		return listener_misconfigured(r) ? IOP_EXIT_CONFIG : IOP_EXIT_RUNTIME;
 	}
 	if (c->server_socket && *c->server_socket)
 		log_info("serving gRPC on unix:%s", c->server_socket);
@@ -421,6 +448,14 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 	return 0;
 }
 
+/* Add fd to efd's set, for input. 0 or -errno. */
+static int watch(int efd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(efd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -432,9 +467,9 @@ static uint64_t mono_ms(void)
 int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 {
 	struct pipeline pl = { 0 };
-	struct epoll_event ev = { .events = EPOLLIN }, got[4];
+	struct epoll_event got[4];
 	sigset_t mask;
-	int sfd = -1, tfd = -1, dfd = -1, efd = -1, mfd = -1, rc = 1, n, i, r;
+	int sfd = -1, tfd = -1, dfd = -1, efd = -1, mfd = -1, rc, n, i, r;
 	bool running = true;
 	uint64_t end_ms = 0;
 
@@ -444,48 +479,48 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGPIPE);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL))
-		return 1;
+		return IOP_EXIT_RUNTIME;
 	/* without the capabilities nothing else is worth trying: say that, not a socket error */
 	{
 		char err[512];
 
 		if (probes_check_caps(err, sizeof(err))) {
 			log_error("%s", err);
-			return 1;
+			return IOP_EXIT_RUNTIME;
 		}
 	}
 	/* listeners next: an address in use or unresolvable fails before any probe attaches */
-	r = serving_start(cfg);
-	if (r)
-		return r == -ENOMEM || r == -EIO ? 1 : 2;  /* else a socket or address unusable */
+	rc = serving_start(cfg);
+	if (rc)
+		return rc;
+	rc = IOP_EXIT_RUNTIME;
 	if (pipeline_start(&pl, cfg)) {
 		serving_stop();
-		return 1;
+		return IOP_EXIT_RUNTIME;
 	}
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	efd = epoll_create1(EPOLL_CLOEXEC);
-	if (sfd < 0 || tfd < 0 || efd < 0 || arm_timer(tfd, cfg->interval_ms))
-		goto out;
-	ev.data.fd = sfd;
-	epoll_ctl(efd, EPOLL_CTL_ADD, sfd, &ev);
-	ev.data.fd = tfd;
-	epoll_ctl(efd, EPOLL_CTL_ADD, tfd, &ev);
-	if (srv.hub) {
+	r = sfd < 0 || tfd < 0 || efd < 0 ? -errno : 0;
+	r = r ?: arm_timer(tfd, cfg->interval_ms);
+	r = r ?: watch(efd, sfd);
+	r = r ?: watch(efd, tfd);
+	if (!r && srv.hub) {
 		mfd = phases_fd(hub_phases(srv.hub));
-		ev.data.fd = mfd;
-		epoll_ctl(efd, EPOLL_CTL_ADD, mfd, &ev);
+		r = watch(efd, mfd);
 	}
-	if (o->duration_ms) {
+	if (!r && o->duration_ms) {
 		struct itimerspec its = { .it_value = { .tv_sec = (time_t)(o->duration_ms / 1000),
 						      .tv_nsec = (long)(o->duration_ms % 1000) * 1000000 } };
 
 		dfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-		if (dfd < 0 || timerfd_settime(dfd, 0, &its, NULL))
-			goto out;
-		ev.data.fd = dfd;
-		epoll_ctl(efd, EPOLL_CTL_ADD, dfd, &ev);
+		r = dfd < 0 || timerfd_settime(dfd, 0, &its, NULL) ? -errno : 0;
+		r = r ?: watch(efd, dfd);
 		end_ms = mono_ms() + o->duration_ms;
+	}
+	if (r) {
+		log_error("cannot set up the main loop (signals, timers, epoll): %s", strerror(-r));
+		goto out;
 	}
 	log_info("ready: interval %llu ms, attach mode %s", (unsigned long long)cfg->interval_ms,
 		 probes_attach_mode(pl.probes));
@@ -536,7 +571,7 @@ int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)
 	notify_manager("STOPPING=1");
 	if (srv.hub)     /* iopulsed stops: open phases end with the last interval, abandoned */
 		phases_close_all(hub_phases(srv.hub));
-	rc = emit(&pl, o, cfg, true) ? 1 : 0;
+	rc = emit(&pl, o, cfg, true) ? IOP_EXIT_RUNTIME : 0;
 out:
 	serving_stop();
 	pipeline_stop(&pl);

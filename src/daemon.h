@@ -7,6 +7,12 @@
 
 #include "config.h"
 
+/* iopulsed's exit codes (iopulsed --help). */
+enum {
+	IOP_EXIT_RUNTIME = 1,  /* BPF, permissions, the kernel, memory */
+	IOP_EXIT_CONFIG = 2,   /* bad flags or config, or a socket path, address or port unusable */
+};
+
 enum output_mode {
 	OUTPUT_NONE = 0,
 	OUTPUT_TEXT,
@@ -43,7 +49,8 @@ struct daemon_opts {
 /* Applies the overrides to c (in place). Returns 0 or -errno. */
 int overrides_apply(const struct overrides *ov, struct iop_config *c);
 
-/* Runs until SIGINT/SIGTERM or the duration ends. Returns a process exit code. */
+/* Runs until SIGINT/SIGTERM or the duration ends. Returns a process exit code: 0, or
+ * IOP_EXIT_RUNTIME or IOP_EXIT_CONFIG. */
 int daemon_run(const struct daemon_opts *o, struct iop_config *cfg);
 
 #endif

@@ -13,8 +13,6 @@
 #include "log.h"
 #include "output_json.h"
 
-#define EXIT_USAGE 2
-
 static const char usage_text[] =
 	"Usage: iopulsed [OPTIONS]\n"
 	"\n"
@@ -308,7 +306,7 @@ static int check_config(const char *path)
 	config_release(&c);
 	if (r) {
 		fprintf(stderr, "iopulsed: %s\n", err[0] ? err : strerror(-r));
-		return EXIT_USAGE;
+		return IOP_EXIT_CONFIG;
 	}
 	printf("%s: ok\n", path);
 	return 0;
@@ -343,12 +341,14 @@ int main(int argc, char **argv)
 
 	atexit(free_options);
 	if (parse_args(argc, argv, &o, &check))
-		return EXIT_USAGE;
+		return IOP_EXIT_CONFIG;
 	if (check)
 		return check_config(check);
 	r = config_init_defaults(&cfg);
-	if (r)
-		return 1;
+	if (r) {
+		fprintf(stderr, "iopulsed: out of memory\n");
+		return IOP_EXIT_RUNTIME;
+	}
 	if (!o.config_path && access(IOP_CONFIG_DEFAULT_PATH, F_OK) == 0)
 		o.config_path = IOP_CONFIG_DEFAULT_PATH;
 	if (o.config_path) {
@@ -357,13 +357,14 @@ int main(int argc, char **argv)
 		if (r) {
 			fprintf(stderr, "iopulsed: %s\n", err[0] ? err : strerror(-r));
 			config_release(&cfg);
-			return EXIT_USAGE;
+			return IOP_EXIT_CONFIG;
 		}
 	}
 	r = overrides_apply(&o.ov, &cfg);
 	if (r) {
+		fprintf(stderr, "iopulsed: out of memory\n");
 		config_release(&cfg);
-		return 1;
+		return IOP_EXIT_RUNTIME;
 	}
 	err[0] = '\0';
 	r = config_check_serving(&cfg, err, sizeof(err));
@@ -371,7 +372,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "iopulsed: %s%s%s\n", o.config_path ? o.config_path : "",
 			o.config_path ? ": " : "", err);
 		config_release(&cfg);
-		return EXIT_USAGE;
+		return IOP_EXIT_CONFIG;
 	}
 	log_setup(cfg.log_level, o.use_syslog);
 	if (!o.config_path)
