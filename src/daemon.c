@@ -188,23 +188,15 @@ static void serving_stop(void)
 	srv.hub = hub_free(srv.hub);
 }
 
-static int strlist_dup(struct iop_strlist *dst, const struct iop_strlist *src)
+/* Replace *dst with a copy of src. 0 or -ENOMEM (dst unchanged). */
+static int replace_list(struct iop_strlist *dst, const struct iop_strlist *src)
 {
-	size_t i;
+	struct iop_strlist l;
 
-	for (i = 0; i < dst->n; i++)
-		free(dst->v[i]);
-	free(dst->v);
-	dst->v = calloc(src->n + 1, sizeof(char *));
-	dst->n = 0;
-	if (!dst->v)
+	if (iop_strlist_copy(&l, src))
 		return -ENOMEM;
-	for (i = 0; i < src->n; i++) {
-		dst->v[i] = strdup(src->v[i]);
-		if (!dst->v[i])
-			return -ENOMEM;
-		dst->n++;
-	}
+	iop_strlist_free(dst);
+	*dst = l;
 	return 0;
 }
 
@@ -231,11 +223,11 @@ int overrides_apply(const struct overrides *ov, struct iop_config *c)
 	if (ov->hist_precision >= 0)
 		c->hist_precision = (unsigned int)ov->hist_precision;
 	if (ov->set_dev_include)
-		r = r ?: strlist_dup(&c->dev_include, &ov->dev_include);
+		r = r ?: replace_list(&c->dev_include, &ov->dev_include);
 	if (ov->set_dev_exclude)
-		r = r ?: strlist_dup(&c->dev_exclude, &ov->dev_exclude);
+		r = r ?: replace_list(&c->dev_exclude, &ov->dev_exclude);
 	if (ov->set_thread_include)
-		r = r ?: strlist_dup(&c->thread_include, &ov->thread_include);
+		r = r ?: replace_list(&c->thread_include, &ov->thread_include);
 	if (ov->rollup >= 0)
 		c->rollup_partitions = ov->rollup;
 	if (ov->queue_from_bio >= 0)
@@ -246,14 +238,7 @@ int overrides_apply(const struct overrides *ov, struct iop_config *c)
 		c->max_devices = ov->max_devices;
 	if (ov->max_threads)
 		c->max_threads = ov->max_threads;
-	if (ov->ceph_osd_dir) {
-		char *d = strdup(ov->ceph_osd_dir);
-
-		if (!d)
-			return -ENOMEM;
-		free(c->ceph_osd_dir);
-		c->ceph_osd_dir = d;
-	}
+	r = r ?: replace_str(&c->ceph_osd_dir, ov->ceph_osd_dir);
 	if (ov->log_level >= 0)
 		c->log_level = (enum iop_log_level)ov->log_level;
 	if (ov->bpf_stats >= 0)

@@ -136,22 +136,14 @@ static int parse_u32(const char *flag, const char *s, unsigned long lo, unsigned
 static int parse_globs(const char *s, struct iop_strlist *l)
 {
 	char *copy = strdup(s), *tok, *save = NULL;
+	int r = copy ? 0 : -ENOMEM;
 
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char **v = realloc(l->v, (l->n + 2) * sizeof(char *));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->v[l->n] = strdup(tok);
-		if (!l->v[l->n])
-			return -ENOMEM;
-		l->n++;
-		l->v[l->n] = NULL;
-	}
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !r;
+	     tok = strtok_r(NULL, ",", &save))
+		r = iop_strlist_append(l, tok);
 	free(copy);
+	if (r)
+		return r;
 	if (!l->n)
 		return bad("--devices/--exclude/--threads", s, "empty list");
 	return 0;
@@ -315,21 +307,11 @@ static int check_config(const char *path)
 /* The options live as long as the process; the lists parse_globs() made are freed at exit. */
 static struct daemon_opts o;
 
-static void free_strlist(struct iop_strlist *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-}
-
 static void free_options(void)
 {
-	free_strlist(&o.ov.dev_include);
-	free_strlist(&o.ov.dev_exclude);
-	free_strlist(&o.ov.thread_include);
+	iop_strlist_free(&o.ov.dev_include);
+	iop_strlist_free(&o.ov.dev_exclude);
+	iop_strlist_free(&o.ov.thread_include);
 }
 
 int main(int argc, char **argv)

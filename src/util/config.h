@@ -42,6 +42,8 @@ bool config_listen_valid(const char *s);
 /* A copy of src (0 or -ENOMEM), and freeing one. */
 int iop_strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src);
 void iop_strlist_free(struct iop_strlist *l);
+/* Append a copy of s (0 or -ENOMEM; on -ENOMEM l stays valid for iop_strlist_free). */
+int iop_strlist_append(struct iop_strlist *l, const char *s);
 
 struct iop_config {
 	uint64_t interval_ms;          /* interval: "1s", "500ms", 2 (seconds); 10ms..3600s */

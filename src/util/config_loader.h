@@ -76,7 +76,4 @@ int config_load_hist_mode(struct loader *ld, const yaml_node_t *n, const char *k
 int config_load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,
 		     bool listen);
 
-/* config.c: append a copy of s (0 or -ENOMEM; on -ENOMEM l stays valid for iop_strlist_free). */
-int iop_strlist_append(struct iop_strlist *l, const char *s);
-
 #endif
