@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "log.h"
 
 /*
@@ -61,12 +62,6 @@ struct devices *devices_free(struct devices *d)
 static void devices_freep(struct devices **d)
 {
 	devices_free(*d);
-}
-
-static void closedirp(DIR **dh)
-{
-	if (*dh)
-		closedir(*dh);
 }
 
 int devices_new(struct devices **out, const char *sysfs_root, const char *ceph_dir)

@@ -12,17 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void closep(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-}
-
-static void closedirp(DIR **dh)
-{
-	if (*dh)
-		closedir(*dh);
-}
+#include "cleanup.h"
 
 /* A small attribute file below dirfd, surrounding whitespace trimmed, cut to len - 1; false
  * (and "") when it cannot be read. */

@@ -469,11 +469,24 @@ static int room_for(const struct hub *h, const char *reader, char *err, size_t e
 	return 0;
 }
 
+static void subscribe_request_freep(Iopulse__V1__SubscribeRequest **q)
+{
+	if (*q)
+		iopulse__v1__subscribe_request__free_unpacked(*q, NULL);
+}
+
+static void sub_freep(struct hub_sub **s)
+{
+	if (*s)
+		sub_free(*s);
+}
+
 int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *owner,
 		     const char *peer, struct hub_sub **out, char *err, size_t errlen)
 {
-	Iopulse__V1__SubscribeRequest *q = iopulse__v1__subscribe_request__unpack(NULL, len, req);
-	struct hub_sub *s;
+	Iopulse__V1__SubscribeRequest *q __attribute__((cleanup(subscribe_request_freep))) =
+		iopulse__v1__subscribe_request__unpack(NULL, len, req);
+	struct hub_sub *s __attribute__((cleanup(sub_freep))) = NULL;
 	uint64_t from;
 	size_t i;
 	int r;
@@ -486,48 +499,36 @@ int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *
 		snprintf(err, errlen, "interval_multiple %u is out of range: 1 (every interval of "
 			 "%llu ms) to %d", q->interval_multiple, (unsigned long long)h->interval_ms,
 			 MULTIPLE_MAX);
-		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
 		return -EINVAL;
 	}
 	if ((uint64_t)q->replay_seconds * 1000 > h->ring_ms) {
 		snprintf(err, errlen, "replay_seconds %u is longer than the %llu s the daemon keeps "
 			 "(server.ring)", q->replay_seconds, (unsigned long long)(h->ring_ms / 1000));
-		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
 		return -EINVAL;
 	}
 	if (strnlen(q->session, 65) > 64) {
 		snprintf(err, errlen, "session must be at most 64 characters");
-		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
 		return -EINVAL;
 	}
 	if (*q->session && !owner) {
 		snprintf(err, errlen, "a session holds phases open and ends them when it goes: it "
 			 "needs the right to mark, which this client does not have");
-		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
 		return -EPERM;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s) {
-		iopulse__v1__subscribe_request__free_unpacked(q, NULL);
+	if (!s)
 		return -ENOMEM;
-	}
 	s->multiple = q->interval_multiple;
 	if (*q->session) {
 		s->session = strdup(q->session);
 		s->owner = strndup(owner, PHASES_OWNER_MAX - 1);
-		if (!s->session || !s->owner) {
-			iopulse__v1__subscribe_request__free_unpacked(q, NULL);
-			sub_free(s);
+		if (!s->session || !s->owner)
 			return -ENOMEM;
-		}
 	}
 	if (!owner) {
 		s->reader = strdup(peer && *peer ? peer : "?");
-		if (!s->reader) {
-			iopulse__v1__subscribe_request__free_unpacked(q, NULL);
-			sub_free(s);
+		if (!s->reader)
 			return -ENOMEM;
-		}
 	}
 	r = copy_strings(&s->f.devices, &s->f.ndevices, q->devices, q->n_devices);
 	r = r ?: copy_strings(&s->f.threads, &s->f.nthreads, q->threads, q->n_threads);
@@ -555,12 +556,10 @@ int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *
 		h->nsubs++;
 	}
 	pthread_mutex_unlock(&h->lock);
-	iopulse__v1__subscribe_request__free_unpacked(q, NULL);
-	if (r) {
-		sub_free(s);
+	if (r)
 		return r;
-	}
 	*out = s;
+	s = NULL;
 	return 0;
 }
 
