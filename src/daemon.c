@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "aggregator.h"
+#include "clock.h"
 #include "config_apply.h"
 #include "devices.h"
 #include "hub.h"
@@ -120,7 +121,6 @@ static int serving_start(const struct iop_config *c)
 		.mark_clients = c->server_mark_clients.v, .nmark_clients = c->server_mark_clients.n,
 	};
 	struct server_limits lim;
-	struct timespec ts;
 	char err[512] = "";
 	int r;
 
@@ -131,8 +131,7 @@ static int serving_start(const struct iop_config *c)
 			  (unsigned long long)c->server_ring_ms, (unsigned long long)c->interval_ms);
 		return IOP_EXIT_CONFIG;
 	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	srv.started_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	srv.started_realtime_ns = iop_clock_ns(CLOCK_REALTIME);
 	lim = (struct server_limits){
 		.mark_rate = c->server_mark_rate, .mark_bytes = c->server_mark_bytes,
 		.mark_labels = c->server_mark_labels, .open_phases = c->server_open_phases,
@@ -443,10 +442,7 @@ static int watch(int efd, int fd)
 
 static uint64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return iop_clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 int daemon_run(const struct daemon_opts *o, struct iop_config *cfg)

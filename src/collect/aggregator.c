@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "clock.h"
 #include "handover.h"
 #include "log.h"
 #include "sparse.h"
@@ -60,14 +61,6 @@ struct aggregator {
 	const uint64_t *cnt_snap;         /* counters to use instead of the maps' (hand-over) */
 };
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 		   struct threads *t)
 {
@@ -94,8 +87,8 @@ int aggregator_new(struct aggregator **out, struct probes *p, struct devices *d,
 	}
 	for (s = 0; s < a->nslots; s++)
 		a->slot_data[s] = probes_slot_data(p, s);
-	a->last_mono = now_ns(CLOCK_MONOTONIC);
-	a->last_real = now_ns(CLOCK_REALTIME);
+	a->last_mono = iop_clock_ns(CLOCK_MONOTONIC);
+	a->last_real = iop_clock_ns(CLOCK_REALTIME);
 	*out = a;
 	return 0;
 }
@@ -497,8 +490,8 @@ static int baseline(struct aggregator *a, const struct iop_config *c)
 
 	sparse_reset(&a->arena);
 	r = delta_slots(a);    /* note_slots ran in hand_over */
-	a->last_mono = now_ns(CLOCK_MONOTONIC);
-	a->last_real = now_ns(CLOCK_REALTIME);
+	a->last_mono = iop_clock_ns(CLOCK_MONOTONIC);
+	a->last_real = iop_clock_ns(CLOCK_REALTIME);
 	g = probes_globals(a->probes);
 	for (i = 0; i < IOP_G_MAX; i++)
 		a->global_prev[i] = g[i];
@@ -572,8 +565,8 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	memset(iv, 0, sizeof(*iv));
 	iv->start_mono_ns = a->last_mono;
 	iv->start_realtime_ns = a->last_real;
-	a->last_mono = iv->end_mono_ns = now_ns(CLOCK_MONOTONIC);
-	a->last_real = iv->end_realtime_ns = now_ns(CLOCK_REALTIME);
+	a->last_mono = iv->end_mono_ns = iop_clock_ns(CLOCK_MONOTONIC);
+	a->last_real = iv->end_realtime_ns = iop_clock_ns(CLOCK_REALTIME);
 	iv->seq = ++a->seq;
 	iv->hist_k = a->k;
 	iv->completion_only = probes_completion_only(a->probes);

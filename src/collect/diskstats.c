@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+
 int diskstats_parse_line(const char *line, struct diskstats_line *out)
 {
 	unsigned long long v[17] = { 0 };
@@ -105,14 +107,6 @@ static int read_once(struct diskstats *d, struct diskstats_dev *devs, size_t n, 
 	return 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int diskstats_stamp(struct diskstats *d, struct diskstats_dev *devs, size_t n, uint64_t *at)
 {
 	size_t i;
@@ -133,7 +127,7 @@ int diskstats_stamp(struct diskstats *d, struct diskstats_dev *devs, size_t n, u
 		d->seen[i] = false;
 		devs[i].idle = false;
 	}
-	*at = mono_ns();
+	*at = iop_clock_ns(CLOCK_MONOTONIC);
 	r = read_once(d, devs, n, false);
 	if (r)
 		return r;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "conn_guard.h"
 #include "log.h"
 
@@ -36,14 +37,6 @@ struct listener {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct listener listeners[GUARD_LISTENERS];
 static int reserve_fd = -1;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The soft descriptor limit raised (lock held); the reserve descriptor taken. */
 static long init_locked(void)
@@ -148,7 +141,7 @@ void accept_guard_settle_fd(int port, int fd, bool serving)
 	pthread_mutex_lock(&lock);
 	l = on_port(port);
 	if (l)
-		conn_guard_settle_fd(l->g, fd, serving, now_ns());
+		conn_guard_settle_fd(l->g, fd, serving, iop_clock_ns(CLOCK_MONOTONIC));
 	pthread_mutex_unlock(&lock);
 }
 
@@ -230,7 +223,7 @@ static int admit(struct listener *l, int fd, const struct sockaddr *sa, socklen_
 	uint16_t port;
 	int evict[2];
 	unsigned int n, i;
-	uint64_t now = now_ns();
+	uint64_t now = iop_clock_ns(CLOCK_MONOTONIC);
 	int r;
 
 	if (!sa || !conn_guard_addr(sa, salen, addr, &port)) {
@@ -292,7 +285,7 @@ int accept4(int lfd, struct sockaddr *sa, socklen_t *salen, int flags)
 			bool again = shed_one(lfd);
 
 			l->shed += again;
-			warn(l, now_ns());
+			warn(l, iop_clock_ns(CLOCK_MONOTONIC));
 			pthread_mutex_unlock(&lock);
 			if (again)
 				continue;

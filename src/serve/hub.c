@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "phases.h"
 #include "thread_fold.h"
@@ -71,14 +72,6 @@ static struct hub_msg *pack_msg(const ProtobufCMessage *pb)
 	uint8_t *buf = pb_pack_alloc(pb, &len);
 
 	return buf ? hub_msg_new(buf, len) : NULL;
-}
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 int hub_new(struct hub **out, uint64_t interval_ms, uint64_t ring_ms,
@@ -538,7 +531,8 @@ int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *
 	if (!r) {
 		s->next_seq = h->last_seq + 1;
 		if (q->replay_seconds) {
-			from = now_ns(CLOCK_MONOTONIC) - (uint64_t)q->replay_seconds * 1000000000ull;
+			from = iop_clock_ns(CLOCK_MONOTONIC) -
+			       (uint64_t)q->replay_seconds * 1000000000ull;
 			for (i = 0; i < h->n; i++) {
 				const struct entry *e = &h->ring[(h->head + i) % h->cap];
 

@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 
 #include "accept_guard.h"
+#include "clock.h"
 #include "iopulse.pb-c.h"
 #include "log.h"
 #include "metrics_pb.h"
@@ -45,10 +46,7 @@ struct metrics_server {
 
 static double mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return iop_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, const char *type,

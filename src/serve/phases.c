@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "update_pb.h"
 
@@ -55,14 +56,6 @@ struct phases {
 	size_t ndone;
 };
 
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static pb_mark *mark_dup(const pb_mark *m)
 {
 	size_t len;
@@ -92,7 +85,7 @@ int phases_new(struct phases **out, const struct server_limits *lim)
 	p->lim = *lim;
 	p->rate = lim->mark_rate ? lim->mark_rate : 1;
 	p->tokens = 2.0 * p->rate;
-	p->refill_ns = now_ns(CLOCK_MONOTONIC);
+	p->refill_ns = iop_clock_ns(CLOCK_MONOTONIC);
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->efd < 0) {
 		int r = -errno;
@@ -291,7 +284,7 @@ static ssize_t find_open(const struct phases *p, const Iopulse__V1__MarkPhaseReq
 
 static bool take_token(struct phases *p)
 {
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = iop_clock_ns(CLOCK_MONOTONIC);
 	double burst = 2.0 * p->rate;
 
 	p->tokens += (double)(now - p->refill_ns) * 1e-9 * p->rate;

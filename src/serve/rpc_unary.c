@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "hub_msg.h"
 #include "info_pb.h"
 #include "phases.h"
@@ -27,19 +28,11 @@ static struct {
 	uint64_t made_ns;
 } settings_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The Info base with device settings read from sysfs_root, or the one made last. */
 static struct hub_msg *with_settings(struct hub_msg *base, const char *sysfs_root)
 {
 	struct hub_msg *out;
-	uint64_t now = mono_ns();
+	uint64_t now = iop_clock_ns(CLOCK_MONOTONIC);
 
 	pthread_mutex_lock(&settings_cache.lock);
 	if (settings_cache.answer && settings_cache.base == base &&
