@@ -230,7 +230,7 @@ static int find_unseen(struct aggregator *a, const struct iop_config *c, bool fi
 		if (!d->present || (c->rollup_partitions ? d->is_partition :
 				    !d->is_partition && has_partitions(a, d->dev)))
 			continue;
-		kdev = (major(d->dev) << IOP_KDEV_MINORBITS) | minor(d->dev);
+		kdev = devices_to_kdev(d->dev);
 		a->watch[n] = (struct diskstats_dev){ .kdev = kdev, .held = true };
 		for (s = 0; s < a->nslots; s++) {
 			if (a->slot_kdev[s] == kdev) {

@@ -7,6 +7,8 @@
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 
+#include "../bpf/iopulse.h"
+
 struct iop_device {
 	dev_t dev;               /* user-space dev_t (makedev) */
 	dev_t disk;              /* the whole disk; == dev unless this is a partition */
@@ -29,10 +31,16 @@ struct iop_device {
 
 struct devices;
 
-/* The kernel's dev_t encoding (20 minor bits) as a user-space dev_t. */
+/* The kernel's dev_t encoding (IOP_KDEV_MINORBITS minor bits) as a user-space dev_t. */
 static inline dev_t devices_from_kdev(unsigned int kdev)
 {
-	return makedev(kdev >> 20, kdev & 0xfffff);
+	return makedev(IOP_KDEV_MAJOR(kdev), IOP_KDEV_MINOR(kdev));
+}
+
+/* A user-space dev_t in the kernel's encoding, as the programs key devices. */
+static inline unsigned int devices_to_kdev(dev_t dev)
+{
+	return major(dev) << IOP_KDEV_MINORBITS | minor(dev);
 }
 
 /*

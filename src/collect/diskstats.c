@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "devices.h"
 
 int diskstats_parse_line(const char *line, struct diskstats_line *out)
 {
@@ -90,7 +91,7 @@ static int read_once(struct diskstats *d, struct diskstats_dev *devs, size_t n, 
 	while (fgets(d->line, sizeof(d->line), in)) {
 		if (diskstats_parse_line(d->line, &l) || l.in_flight)
 			continue;
-		kdev = (l.major << IOP_KDEV_MINORBITS) | l.minor;
+		kdev = devices_to_kdev(makedev(l.major, l.minor));
 		for (i = 0; kdev && i < n; i++) {
 			if (devs[i].kdev != kdev)
 				continue;
