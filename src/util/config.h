@@ -24,7 +24,7 @@ struct iop_strlist {
 	size_t n;
 };
 
-/* histogram.mode: how the block-layer latencies are taken (README: completion-only mode). */
+/* histogram.mode: how the block-layer latencies are taken (probes_opts.completion_only). */
 enum iop_hist_mode {
 	IOP_HIST_MODE_FULL = 0,        /* dispatch and completion programs, records per request */
 	IOP_HIST_MODE_COMPLETION = 1,  /* one program at completion: the kernel's own stamps */
