@@ -339,6 +339,16 @@ static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct i
 	return r;
 }
 
+/* Whether key (dotted) is among the plan's changes applied live. */
+static bool plan_has(const struct config_plan *plan, const char *key)
+{
+	for (size_t i = 0; i < plan->n; i++)
+		if (!strcmp(plan->changes[i].key, key) &&
+		    plan->changes[i].apply == CONFIG_APPLY_LIVE)
+			return true;
+	return false;
+}
+
 /* One line per key a reload changes, saying how the change applies (or that it waits). */
 static void log_plan(const struct config_plan *plan)
 {
@@ -414,6 +424,15 @@ static int reload(const struct daemon_opts *o, struct iop_config *cfg, struct pi
 			log_error("interval not changed: the timer cannot be set: %s", strerror(-r));
 			fresh.interval_ms = cfg->interval_ms;
 		}
+	}
+	if (srv.rpc && plan_has(&plan, "server.mark_clients") &&
+	    rpc_server_set_mark_clients(srv.rpc, fresh.server_mark_clients.v,
+					fresh.server_mark_clients.n)) {
+		log_error("reload: server.mark_clients not changed (out of memory): the running "
+			  "globs stay");
+		iop_strlist_free(&fresh.server_mark_clients);
+		if (iop_strlist_copy(&fresh.server_mark_clients, &cfg->server_mark_clients))
+			log_error("reload: server.mark_clients: out of memory");
 	}
 	log_plan(&plan);
 	log_setup(fresh.log_level, o->use_syslog);

@@ -22,35 +22,70 @@ struct rpc_rights {
 	size_t nrights;
 };
 
+/* A copy of n globs (NULL-terminated), or NULL when out of memory. */
+static char **copy_globs(char *const *globs, size_t n)
+{
+	char **v = calloc(n + 1, sizeof(*v));
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		if (!(v[i] = strdup(globs[i]))) {
+			while (i--)
+				free(v[i]);
+			free(v);
+			return NULL;
+		}
+	return v;
+}
+
+static void free_globs(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 int rpc_rights_new(struct rpc_rights **out, char *const *mark_clients, size_t n)
 {
 	struct rpc_rights *r = calloc(1, sizeof(*r));
-	size_t i;
 
 	if (!r)
 		return -ENOMEM;
 	pthread_mutex_init(&r->lock, NULL);
-	r->mark_clients = calloc(n + 1, sizeof(*r->mark_clients));
-	for (i = 0; r->mark_clients && i < n; i++)
-		if ((r->mark_clients[i] = strdup(mark_clients[i])))
-			r->nmark_clients++;
-	if (!r->mark_clients || r->nmark_clients != n) {
+	r->mark_clients = copy_globs(mark_clients, n);
+	if (!r->mark_clients) {
 		rpc_rights_free(r);
 		return -ENOMEM;
 	}
+	r->nmark_clients = n;
 	*out = r;
+	return 0;
+}
+
+int rpc_rights_set_mark_clients(struct rpc_rights *r, char *const *mark_clients, size_t n)
+{
+	char **v = copy_globs(mark_clients, n), **old;
+	size_t nold;
+
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_lock(&r->lock);
+	old = r->mark_clients;
+	nold = r->nmark_clients;
+	r->mark_clients = v;
+	r->nmark_clients = n;
+	pthread_mutex_unlock(&r->lock);
+	free_globs(old, nold);
 	return 0;
 }
 
 struct rpc_rights *rpc_rights_free(struct rpc_rights *r)
 {
-	size_t i;
-
 	if (!r)
 		return NULL;
-	for (i = 0; i < r->nmark_clients; i++)
-		free(r->mark_clients[i]);
-	free(r->mark_clients);
+	free_globs(r->mark_clients, r->nmark_clients);
 	free(r->rights);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -121,21 +156,25 @@ enum rpc_right rpc_rights_of_peer(struct rpc_rights *r, const char *peer, char *
 	}
 	if (!tcp)
 		return RPC_RIGHT_YES;
+	pthread_mutex_lock(&r->lock);
 	for (i = 0; i < r->nmark_clients && !ok; i++)
 		ok = !fnmatch(r->mark_clients[i], "", 0);
+	pthread_mutex_unlock(&r->lock);
 	return ok ? RPC_RIGHT_YES : RPC_RIGHT_BY_NAMES;
 }
 
-bool rpc_rights_name_may_mark(const struct rpc_rights *r, const char *name, size_t len)
+bool rpc_rights_name_may_mark(struct rpc_rights *r, const char *name, size_t len)
 {
 	char buf[256];
 	size_t i;
+	bool ok = false;
 
 	snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
-	for (i = 0; i < r->nmark_clients; i++)
-		if (!fnmatch(r->mark_clients[i], buf, 0))
-			return true;
-	return false;
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->nmark_clients && !ok; i++)
+		ok = !fnmatch(r->mark_clients[i], buf, 0);
+	pthread_mutex_unlock(&r->lock);
+	return ok;
 }
 
 void rpc_rights_names_refused(char *err, size_t errlen)

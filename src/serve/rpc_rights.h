@@ -15,6 +15,8 @@ struct rpc_rights;
 
 /* The globs of server.mark_clients (copied). -ENOMEM. */
 int rpc_rights_new(struct rpc_rights **out, char *const *mark_clients, size_t n);
+/* server.mark_clients changed (a reload): calls from now on are judged by these. -ENOMEM. */
+int rpc_rights_set_mark_clients(struct rpc_rights *r, char *const *mark_clients, size_t n);
 struct rpc_rights *rpc_rights_free(struct rpc_rights *r);
 
 /* A unix connection accepted with server.mark_group: whether its peer may mark, kept by fd
@@ -37,7 +39,7 @@ enum rpc_right {
 enum rpc_right rpc_rights_of_peer(struct rpc_rights *r, const char *peer, char *err,
 				  size_t errlen);
 /* RPC_RIGHT_BY_NAMES: whether a certificate name (len bytes) matches server.mark_clients. */
-bool rpc_rights_name_may_mark(const struct rpc_rights *r, const char *name, size_t len);
+bool rpc_rights_name_may_mark(struct rpc_rights *r, const char *name, size_t len);
 /* RPC_RIGHT_BY_NAMES and no name matched: err says why. */
 void rpc_rights_names_refused(char *err, size_t errlen);
 

@@ -634,6 +634,11 @@ int rpc_server_reload_tls(struct rpc_server *s, char *err, size_t errlen)
 	return rpc_tls_read(s->tls, err, errlen);
 }
 
+int rpc_server_set_mark_clients(struct rpc_server *s, char *const *globs, size_t n)
+{
+	return s ? rpc_rights_set_mark_clients(s->rights, globs, n) : 0;
+}
+
 static int add_port(struct rpc_server *s, const char *addr, bool tls, char *err, size_t errlen)
 {
 	grpc_ssl_client_certificate_request_type want = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;

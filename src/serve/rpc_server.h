@@ -31,6 +31,8 @@ int rpc_server_start(struct rpc_server **out, struct hub *hub, const struct rpc_
  * theirs. Nothing changes on an error (-errno, one line in err). 0 without TLS.
  */
 int rpc_server_reload_tls(struct rpc_server *s, char *err, size_t errlen);
+/* server.mark_clients changed by a reload: calls from now on are judged by these globs. */
+int rpc_server_set_mark_clients(struct rpc_server *s, char *const *globs, size_t n);
 
 /* The TCP port bound (useful with port 0), 0 if none. */
 int rpc_server_tcp_port(const struct rpc_server *s);

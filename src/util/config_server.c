@@ -40,7 +40,7 @@ const struct key config_server_keys[] = {
 	{ .name = "insecure", .type = KEY_BOOL, .offset = FIELD(server_insecure),
 	  .apply = CONFIG_APPLY_RESTART },
 	{ .name = "mark_clients", .type = KEY_GLOBS, .offset = FIELD(server_mark_clients),
-	  .apply = CONFIG_APPLY_RESTART },
+	  .apply = CONFIG_APPLY_LIVE, .note = "for calls from now on" },
 	{ .name = "ring", .type = KEY_DURATION, .offset = FIELD(server_ring_ms),
 	  .apply = CONFIG_APPLY_RESTART },
 	{ .name = "mark_rate", .type = KEY_UINT, .offset = FIELD(server_mark_rate),

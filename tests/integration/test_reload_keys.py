@@ -81,14 +81,16 @@ def documented_keys() -> list[str]:
 
 def promises(keys: list[str]) -> dict[str, str]:
     """key -> live | probes | restart, from the list under "## Reloading (SIGHUP)": each item's
-    first sentence names its keys (`server.*`: every key of the section)."""
+    first sentence names its keys (`server.*`: every key of the section, "but `KEY`" leaves
+    one out)."""
     text = DOC.read_text().split("## Reloading (SIGHUP)", 1)[1].split("\n## ", 1)[0]
     out: dict[str, str] = {}
     for label, body in re.findall(r"^- \*\*([^*]+)\*\*: (.*?)(?=^- |\Z)", text, re.M | re.S):
         first = re.split(r"\.(?:\s|$)", body, maxsplit=1)[0]
-        for name in re.findall(r"`([a-z_.*]+)`", first):
-            matched = [k for k in keys if k == name or
-                       (name.endswith(".*") and k.startswith(name[:-1]))]
+        but = set(re.findall(r"\bbut `([a-z_.]+)`", first))
+        for name in re.findall(r"(?<!but )`([a-z_.*]+)`", first):
+            matched = [k for k in keys if (k == name or
+                       (name.endswith(".*") and k.startswith(name[:-1]))) and k not in but]
             assert matched, f"'{name}' under {label!r} is no key of docs/config.md"
             for k in matched:
                 assert k not in out, f"{k} is promised twice"

@@ -126,6 +126,20 @@ server:
     with iopulse.Client(target, tls=tls(pki, "bench-runner", ca="otherca")) as c:
         assert c.info().version
     assert "cannot reach iopulsed" in refused(target, tls(pki, "bench-runner"))
+
+    # server.mark_clients applies on SIGHUP, to calls on connections made before it too
+    with iopulse.Client(target, tls=tls(pki, "reader", ca="otherca")) as reader:
+        with pytest.raises(iopulse.PermissionDenied):
+            reader.mark_phase("before")
+        cfg.write_text(cfg.read_text().replace('mark_clients: ["bench-*"]',
+                                               'mark_clients: ["read*"]'))
+        d.send_signal(signal.SIGHUP)
+        wait_for(lambda: "server.mark_clients changed, applied" in d.stderr_text(), 30,
+                 "the mark_clients reload")
+        assert reader.mark_phase("after").mark.id > 0
+    with iopulse.Client(target, tls=tls(pki, "bench-runner", ca="otherca")) as c:
+        with pytest.raises(iopulse.PermissionDenied):
+            c.mark_phase("no longer")
     assert d.stop(signal.SIGTERM) == 0, d.describe()
 
 

@@ -838,7 +838,7 @@ static enum config_apply apply_of_key(const char *name)
 START_TEST(test_plan_named_keys)
 {
 	static const char *const restart[] = {
-		"metrics.threads", "server.mark_clients", "server.tls_cert", "server.tls_key",
+		"metrics.threads", "server.tls_cert", "server.tls_key",
 		"server.tls_client_ca", "server.tcp", "server.enabled", "metrics.listen",
 	};
 	static const char *const probes[] = {
@@ -847,7 +847,7 @@ START_TEST(test_plan_named_keys)
 	};
 	static const char *const live[] = {
 		"interval", "log.level", "devices.include", "sync.threads.include",
-		"limits.threads_reserved",
+		"limits.threads_reserved", "server.mark_clients",
 	};
 
 	for (size_t i = 0; i < sizeof(restart) / sizeof(restart[0]); i++)
@@ -890,6 +890,7 @@ START_TEST(test_plan_several_keys)
 	ck_assert_str_eq(plan.changes[3].key, "server.tcp");
 	ck_assert_int_eq(plan.changes[3].apply, CONFIG_APPLY_RESTART);
 	ck_assert_str_eq(plan.changes[4].key, "server.mark_clients");
+	ck_assert_int_eq(plan.changes[4].apply, CONFIG_APPLY_LIVE);
 	ck_assert_str_eq(plan.changes[5].key, "server.subscribers");
 	ck_assert_str_eq(plan.changes[6].key, "metrics.threads");
 	/* applied: the new values; a restart: the running ones */
@@ -897,7 +898,8 @@ START_TEST(test_plan_several_keys)
 	ck_assert_uint_eq(next.hist_precision, 4);
 	ck_assert_int_eq(next.log_level, IOP_LOG_DEBUG);
 	ck_assert_str_eq(next.server_tcp, "");
-	ck_assert(strlist_eq(&next.server_mark_clients, &running.server_mark_clients));
+	ck_assert(!strlist_eq(&next.server_mark_clients, &running.server_mark_clients));
+	ck_assert_str_eq(next.server_mark_clients.v[0], "ops");
 	ck_assert_uint_eq(next.server_subscribers, running.server_subscribers);
 	ck_assert(strlist_eq(&next.metrics_threads, &running.metrics_threads));
 	config_release(&next);
