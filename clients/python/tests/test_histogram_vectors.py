@@ -92,6 +92,37 @@ def test_merge_rejects_other_precision():
         Histogram(5) + Histogram(6)
 
 
+def test_added_buckets_equal_the_wire_form():
+    # the report adds a phase's Updates bucket by bucket: the same as building it at once
+    h = Histogram(5).add_buckets(5, [3, 40, 100], [1, 2, 0]).add_buckets(5, [40], [5])
+    assert h == Histogram(5, [3, 40], [1, 7]) and list(h.buckets()) == [(3, 1), (40, 7)]
+    with pytest.raises(ValueError, match="out of range"):
+        Histogram(5).add_buckets(5, [nbuckets(5)], [1])
+    with pytest.raises(ValueError, match="negative"):
+        Histogram(5).add_buckets(5, [1], [-1])
+    wire = Histogram(5, [3, 40], [1, 2]).to_pb()
+    assert Histogram(5).add_pb(wire, 5).add_pb(wire, 5) == Histogram(5, [3, 40], [2, 4])
+    wire.ClearField("precision")                    # none named: the Update's
+    assert Histogram(4).add_pb(wire, 4) == Histogram(4, [3, 40], [1, 2])
+    wire.index.append(nbuckets(4))
+    wire.count.append(1)
+    with pytest.raises(ValueError, match="out of range"):
+        Histogram(4).add_pb(wire, 4)
+
+
+@pytest.mark.parametrize("fine,coarse", [(K_MAX, K_MIN), (6, 5), (5, 4)])
+def test_buckets_of_another_precision_meet_in_the_coarser(fine, coarse):
+    # every bucket of a finer layout lies in one of a coarser: values recorded at either
+    # precision and added give the histogram of all of them at the coarser precision
+    rnd = random.Random(fine * 10 + coarse)
+    a_vals = [rnd.randrange(0, 1 << 42) for _ in range(500)] + list(range(300))
+    b_vals = [int(rnd.expovariate(1e-6)) for _ in range(500)]
+    want = Histogram.from_values(coarse, a_vals + b_vals)
+    a, b = Histogram.from_values(fine, a_vals), Histogram.from_values(coarse, b_vals)
+    assert a.copy().absorb(b) == want and b.copy().absorb(a) == want
+    assert a.precision == fine and b.precision == coarse    # operands left alone
+
+
 def test_summary_values():
     lo_b, hi_b = bucket_index(100, 5), bucket_index(5000, 5)
     h = Histogram(5, [lo_b, hi_b], [3, 1])

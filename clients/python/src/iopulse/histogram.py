@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Collection, Iterable, Iterator, Optional
 
 RANGE_BITS = 40          # IOP_HIST_RANGE_BITS
 K_MIN, K_MAX = 2, 7      # IOP_HIST_K_MIN, IOP_HIST_K_MAX
@@ -25,6 +25,9 @@ def _check_precision(k: int) -> int:
 def nbuckets(k: int) -> int:
     """How many buckets a histogram of precision k has: (RANGE_BITS - k + 1) << k."""
     return (RANGE_BITS - _check_precision(k) + 1) << k
+
+
+_NBUCKETS = {k: (RANGE_BITS - k + 1) << k for k in range(K_MIN, K_MAX + 1)}
 
 
 def bucket_index(v: int, k: int) -> int:
@@ -66,6 +69,15 @@ def _mid(i: int, k: int) -> int:
     if group == 0:
         return i
     return _lower(i, k) + ((1 << (group - 1)) - 1) // 2
+
+
+def _coarser(counts: dict[int, int], k: int, coarse: int) -> dict[int, int]:
+    """Bucket counts of precision k moved into the buckets of precision coarse (<= k)."""
+    out: dict[int, int] = {}
+    for i, n in counts.items():
+        j = bucket_index(_lower(i, k), coarse)
+        out[j] = out.get(j, 0) + n
+    return out
 
 
 def bucket_lower(i: int, k: int) -> int:
@@ -159,6 +171,63 @@ class Histogram:
         items = list(self.buckets())
         return iopulse_pb2.Histogram(precision=self.precision, index=[i for i, _ in items],
                                      count=[c for _, c in items])
+
+    def add_buckets(self, precision: int, indexes: Collection[int],
+                    counts: Collection[int]) -> "Histogram":
+        """Add counts at bucket indexes of a histogram of precision (the pairs zip makes of
+        them; zero counts skipped) and return this histogram, as the report adds up a phase's
+        Updates. Buckets of another precision meet in the coarser of the two layouts: every
+        bucket of a finer precision lies within one bucket of a coarser one, so the counts
+        move exactly and this histogram may become coarser (a daemon restarted with another
+        precision in the middle of a recording)."""
+        k = precision
+        if k != self.precision:
+            k = _check_precision(k)
+            if k < self.precision:
+                self._counts = _coarser(self._counts, self.precision, k)
+                self.precision = k
+        if not len(indexes):
+            return self
+        if max(indexes) >= _NBUCKETS[k] or min(indexes) < 0:
+            bad = max(indexes) if max(indexes) >= _NBUCKETS[k] else min(indexes)
+            _check_index(bad, k)                # raises, naming the range
+        if len(counts) and min(counts) < 0:
+            raise ValueError(f"a bucket has a negative count {min(counts)}")
+        c, mine = self._counts, self.precision
+        if k == mine:
+            for i, n in zip(indexes, counts):
+                if n:
+                    c[i] = c.get(i, 0) + n
+        else:
+            for i, n in zip(indexes, counts):
+                if n:
+                    j = bucket_index(_lower(i, k), mine)
+                    c[j] = c.get(j, 0) + n
+        return self
+
+    def add_pb(self, msg: Any, precision: int) -> "Histogram":
+        """Add the buckets of an iopulse.v1.Histogram message (of precision when it names
+        none) as add_buckets() does, and return this histogram. The wire's counts are
+        unsigned, so only an index new to this histogram is checked: a phase's thousands of
+        Updates add up at the cost of a dict update per bucket."""
+        k = msg.precision or precision
+        if k != self.precision:
+            return self.add_buckets(k, msg.index, msg.count)
+        c, top = self._counts, _NBUCKETS[k]
+        for i, n in zip(msg.index, msg.count):
+            v = c.get(i)
+            if v is not None:
+                c[i] = v + n
+            elif n:
+                if i >= top:
+                    _check_index(i, k)          # raises, naming the range
+                c[i] = n
+        return self
+
+    def absorb(self, other: "Histogram") -> "Histogram":
+        """merge(), except that a histogram of another precision is added as add_buckets()
+        adds it (in the coarser layout) instead of refused."""
+        return self.add_buckets(other.precision, other._counts.keys(), other._counts.values())
 
     def record(self, v: int, n: int = 1) -> None:
         """Count value v n times."""

@@ -16,32 +16,24 @@ from ..record.reader import Run
 OPS = DATA_OPS + ("flush", ALL)             # the op rows of a device, in this order
 
 
-class HistAcc:
-    """Bucket counts added up from sparse protobuf histograms (index -> count)."""
-    __slots__ = ("k", "c")
+def add_pb(hists: dict[str, Histogram], name: str, msg: Any, k: int) -> None:
+    """Add the buckets of a wire histogram (precision k when it names none) to hists[name],
+    which its first buckets make: an entry holds buckets, an absent one had none."""
+    if len(msg.index):
+        h = hists.get(name)
+        if h is None:
+            h = hists[name] = Histogram(msg.precision or k)
+        h.add_pb(msg, k)
 
-    def __init__(self) -> None:
-        self.k = 0
-        self.c: dict[int, int] = {}
 
-    def add(self, h: Any, k: int) -> None:
-        if not len(h.index):
-            return
-        self.k = h.precision or k
-        c = self.c
-        for i, n in zip(h.index, h.count):
-            c[i] = c.get(i, 0) + n
-
-    def merge(self, other: "HistAcc") -> None:
-        if not other.c:
-            return
-        self.k = other.k
-        c = self.c
-        for i, n in other.c.items():
-            c[i] = c.get(i, 0) + n
-
-    def histogram(self) -> Optional[Histogram]:
-        return Histogram(self.k, self.c.keys(), self.c.values()) if self.c else None
+def merge_into(hists: dict[str, Histogram], other: dict[str, Histogram]) -> None:
+    """Add other's histograms to hists by name (copies: hists never shares one)."""
+    for name, h in other.items():
+        mine = hists.get(name)
+        if mine is None:
+            hists[name] = h.copy()
+        else:
+            mine.absorb(h)
 
 
 @dataclass
@@ -53,7 +45,7 @@ class OpAgg:
     untimed: int = 0
     no_queue_ts: int = 0
     completion_unseen: int = 0
-    hists: dict[str, HistAcc] = field(default_factory=dict)
+    hists: dict[str, Histogram] = field(default_factory=dict)     # those with buckets
 
     def add(self, s: Any, k: int) -> None:
         """Add one iopulse.v1.OpStats message."""
@@ -64,22 +56,17 @@ class OpAgg:
         self.no_queue_ts += s.no_queue_ts
         self.completion_unseen += s.completion_unseen
         for name in OP_HISTOGRAMS:
-            h = getattr(s, name)
-            if len(h.index):
-                a = self.hists.get(name)
-                if a is None:
-                    a = self.hists[name] = HistAcc()
-                a.add(h, k)
+            add_pb(self.hists, name, getattr(s, name), k)
 
     def merge(self, other: "OpAgg") -> None:
         for name in OP_COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name, acc in other.hists.items():
-            self.hists.setdefault(name, HistAcc()).merge(acc)
+        merge_into(self.hists, other.hists)
 
     def histogram(self, metric: str) -> Optional[Histogram]:
-        a = self.hists.get(metric)
-        return a.histogram() if a else None
+        """A copy of one histogram's sums; None when nothing was recorded."""
+        h = self.hists.get(metric)
+        return h.copy() if h is not None else None
 
 
 # the short names plots.py and earlier callers use for DeviceAgg.hist()
@@ -101,7 +88,7 @@ class DeviceAgg:
     preflush: int = 0
     fua: int = 0
     requeues: int = 0
-    hists: dict[str, HistAcc] = field(default_factory=dict)   # DEVICE_HISTOGRAMS
+    hists: dict[str, Histogram] = field(default_factory=dict)   # DEVICE_HISTOGRAMS
 
     def add(self, d: Any, k: int) -> None:
         """Add one iopulse.v1.DeviceStats message."""
@@ -116,9 +103,7 @@ class DeviceAgg:
         self.fua += d.fua
         self.requeues += d.requeues
         for name in DEVICE_HISTOGRAMS:
-            h = getattr(d, name)
-            if len(h.index):
-                self.hists.setdefault(name, HistAcc()).add(h, k)
+            add_pb(self.hists, name, getattr(d, name), k)
 
     def merge(self, other: "DeviceAgg") -> None:
         for op, o in other.ops.items():
@@ -126,8 +111,7 @@ class DeviceAgg:
         for name in ("seek_sequential", "seek_forward", "seek_backward", "preflush", "fua",
                      "requeues"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name, acc in other.hists.items():
-            self.hists.setdefault(name, HistAcc()).merge(acc)
+        merge_into(self.hists, other.hists)
 
     def op(self, op: str) -> OpAgg:
         """One op's sums; ALL ('all'): the data ops (read, write, discard) added up."""
@@ -147,8 +131,8 @@ class DeviceAgg:
             if op != ALL:
                 raise ValueError(f"{metric} is recorded per device, not per op: use op "
                                  f"'{ALL}'")
-            a = self.hists.get(metric)
-            return a.histogram() if a else None
+            h = self.hists.get(metric)
+            return h.copy() if h is not None else None
         if metric not in OP_HISTOGRAMS:
             raise ValueError(f"unknown metric {metric!r}; one of "
                              f"{', '.join(OP_HISTOGRAMS + DEVICE_HISTOGRAMS)}")
@@ -187,8 +171,8 @@ class ThreadAgg:
     sync_file_range: int = 0
     flush_bios: int = 0
     latency_sum_ns: int = 0
-    acc: HistAcc = field(default_factory=HistAcc)
-    by_call: dict[str, HistAcc] = field(default_factory=dict)   # recorded by newer daemons
+    hists: dict[str, Histogram] = field(default_factory=dict)   # latency_ns: all calls
+    by_call: dict[str, Histogram] = field(default_factory=dict)   # recorded by newer daemons
     disks: tuple[str, ...] = ()   # device is a dm/md device: the disks at the bottom of it
 
     @property
@@ -203,11 +187,10 @@ class ThreadAgg:
         self.calls += t.fsync + t.fdatasync + t.sync_file_range
         self.flush_bios += t.flush_bios
         self.latency_sum_ns += t.latency_sum_ns
-        self.acc.add(t.latency_ns, k)
+        add_pb(self.hists, "latency_ns", t.latency_ns, k)
         for c in SYNC_CALLS:
             if t.HasField(c + "_latency") and getattr(t, c):
-                self.by_call.setdefault(c, HistAcc()).add(
-                    getattr(t, c + "_latency").histogram_ns, k)
+                add_pb(self.by_call, c, getattr(t, c + "_latency").histogram_ns, k)
 
 
 @dataclass

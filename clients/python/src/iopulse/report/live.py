@@ -10,19 +10,15 @@ from ..histogram import Histogram
 from ..model import OPS as MODEL_OPS
 from ..model import DeviceStats, ThreadSync
 from .aggregate import DEVICE_HISTOGRAMS, OP_COUNTERS, OP_HISTOGRAMS, OPS, SYNC_CALLS, \
-    DeviceAgg, HistAcc, OpAgg, ThreadAgg
+    DeviceAgg, OpAgg, ThreadAgg
 from .metrics import device_figures, op_figures
 
 Number = Union[int, float]
 
 
-def _acc(h: Histogram) -> Optional[HistAcc]:
-    if not h.count:
-        return None
-    a = HistAcc()
-    a.k = h.precision
-    a.c = dict(h.buckets())
-    return a
+def _held(h: Histogram) -> Optional[Histogram]:
+    """A live histogram as the sums hold it: a copy (sums are added to), None when empty."""
+    return h.copy() if h.count else None
 
 
 def device_agg(d: DeviceStats) -> DeviceAgg:
@@ -33,17 +29,17 @@ def device_agg(d: DeviceStats) -> DeviceAgg:
         for name in OP_COUNTERS:
             setattr(o, name, getattr(s, name))
         for name in OP_HISTOGRAMS:
-            acc = _acc(getattr(s, name))
-            if acc is not None:
-                o.hists[name] = acc
+            h = _held(getattr(s, name))
+            if h is not None:
+                o.hists[name] = h
         a.ops[op] = o
     a.seek_sequential, a.seek_forward = d.seek_sequential, d.seek_forward
     a.seek_backward, a.preflush, a.fua, a.requeues = (d.seek_backward, d.preflush, d.fua,
                                                        d.requeues)
     for name in DEVICE_HISTOGRAMS:
-        acc = _acc(getattr(d, name))
-        if acc is not None:
-            a.hists[name] = acc
+        h = _held(getattr(d, name))
+        if h is not None:
+            a.hists[name] = h
     return a
 
 
@@ -53,15 +49,15 @@ def thread_agg(t: ThreadSync) -> ThreadAgg:
                   disks=tuple(t.disks))
     a.fsync, a.fdatasync, a.sync_file_range = t.fsync, t.fdatasync, t.sync_file_range
     a.calls, a.flush_bios, a.latency_sum_ns = t.calls, t.flush_bios, t.latency_sum_ns
-    acc = _acc(t.latency_ns)
-    if acc is not None:
-        a.acc = acc
+    h = _held(t.latency_ns)
+    if h is not None:
+        a.hists["latency_ns"] = h
     for c in SYNC_CALLS:
         lat = t.by_call.get(c)
         if lat is not None and getattr(t, c):
-            acc = _acc(lat.latency_ns)
-            if acc is not None:
-                a.by_call[c] = acc
+            h = _held(lat.latency_ns)
+            if h is not None:
+                a.by_call[c] = h
     return a
 
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-from ..histogram import bucket_index, bucket_lower
+from ..histogram import Histogram, bucket_index, bucket_lower
 from ..phases.model import Phase
 from ..record.reader import Run
 from .aggregate import (ALL, ALL_OPS, DATA_OPS, LATENCY_OPS, OPS, SYNC_CALLS, DeviceAgg,
-                        HistAcc, OpAgg, PhaseAgg, ThreadAgg, aggregate, osd_totals)
+                        OpAgg, PhaseAgg, ThreadAgg, aggregate, osd_totals)
 from .labels import OSD, device_class
 
 __all__ = ["ALL", "ALL_OPS", "DATA_OPS", "LATENCY_OPS", "OPS", "DEVICE_COLUMNS",
-           "THREAD_COLUMNS", "HistAcc", "DeviceAgg", "OpAgg", "PhaseAgg", "ThreadAgg",
+           "THREAD_COLUMNS", "DeviceAgg", "OpAgg", "PhaseAgg", "ThreadAgg",
            "aggregate", "osd_totals", "op_figures", "device_figures", "device_values",
            "thread_values", "Row", "ThreadRow", "phase_rows", "OP_KEYS", "DEVICE_KEYS",
            "THREAD_KEYS", "is_float_key"]
@@ -76,24 +76,21 @@ def _rate(n: Number, seconds: float) -> Optional[float]:
     return n / seconds if seconds > 0 else None
 
 
-def _stats(acc: Optional[HistAcc]) -> tuple[Optional[Number], ...]:
+def _stats(h: Optional[Histogram]) -> tuple[Optional[Number], ...]:
     """(p50, mean, p99, p99.9, max) of merged buckets; Nones when empty."""
-    h = acc.histogram() if acc is not None else None
     if h is None or not h.count:
         return (None,) * 5
     p50, p99, p999 = h.percentiles(_QS)
     return p50, h.mean, p99, p999, h.max
 
 
-def _pcts(acc: Optional[HistAcc], qs: tuple[float, ...]) -> list[Optional[int]]:
-    h = acc.histogram() if acc is not None else None
+def _pcts(h: Optional[Histogram], qs: tuple[float, ...]) -> list[Optional[int]]:
     return [None] * len(qs) if h is None else h.percentiles(qs)
 
 
-def _size_p50(acc: Optional[HistAcc]) -> Optional[int]:
+def _size_p50(h: Optional[Histogram]) -> Optional[int]:
     """Request sizes are round numbers (4 KiB, 64 KiB): the lower edge of the bucket, where
     they sit, rather than its midpoint."""
-    h = acc.histogram() if acc is not None else None
     if h is None or not h.count:
         return None
     v = h.percentile(50)
@@ -158,7 +155,8 @@ def _flat(a: DeviceAgg, ops: dict[str, dict[str, Optional[Number]]],
 def thread_values(t: ThreadAgg, seconds: float) -> dict[str, Optional[Number]]:
     """A sync thread's figures over seconds (THREAD_KEYS): calls by kind, their rate, the
     latency of all its calls (mean exact, from the daemon's sums) and each kind's p99."""
-    p50, _, p99, p999, mx = _stats(t.acc)
+    lat = t.hists.get("latency_ns")
+    p50, _, p99, p999, mx = _stats(lat)
     d: dict[str, Optional[Number]] = {
         "calls": t.calls, "fsync": t.fsync, "fdatasync": t.fdatasync,
         "sync_file_range": t.sync_file_range, "flush_bios": t.flush_bios,
@@ -167,8 +165,7 @@ def thread_values(t: ThreadAgg, seconds: float) -> dict[str, Optional[Number]]:
         "latency_mean_ns": t.latency_sum_ns / t.calls if t.calls and t.latency_sum_ns else None,
         "latency_p99_ns": p99, "latency_p999_ns": p999, "latency_max_ns": mx}
     if d["latency_mean_ns"] is None and t.calls:      # a daemon that sent no sums
-        h = t.acc.histogram()
-        d["latency_mean_ns"] = h.mean if h is not None else None
+        d["latency_mean_ns"] = lat.mean if lat is not None else None
     for c in SYNC_CALLS:
         (d[c + "_p99_ns"],) = _pcts(t.by_call.get(c), (99.0,))
     return d
