@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python", "src"))
 from iopulse._pb import iopulse_pb2 as pb  # noqa: E402
 from iopulse.histogram import bucket_index  # noqa: E402
 from iopulse.record import RunWriter, load  # noqa: E402
-from iopulse.report.metrics import phase_rows  # noqa: E402
+from iopulse.analysis.metrics import phase_rows  # noqa: E402
 
 K = 5
 

@@ -16,7 +16,7 @@ from grpc_testlib import CLIENT_ENV, iopulse, iopulse_cmd, wait_for
 from iopulse_testlib import wait_idle
 
 from iopulse.record import load
-from iopulse.report.metrics import phase_rows
+from iopulse.analysis.metrics import phase_rows
 
 
 THREE_JOBS = """[global]

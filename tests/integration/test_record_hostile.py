@@ -11,7 +11,7 @@ from grpc_testlib import CLIENT_ENV, iopulse_cmd
 from iopulse_testlib import wait_idle
 
 from iopulse.record import load
-from iopulse.report.metrics import phase_rows
+from iopulse.analysis.metrics import phase_rows
 
 # one job per stonewall group, so each phase holds exactly its job's IO
 HOSTILE = """[global]

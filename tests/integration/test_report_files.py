@@ -195,9 +195,9 @@ def test_one_set_of_numbers(recorded):
     import csv
     import math
 
-    from iopulse.compare import compare
+    from iopulse.analysis.compare import compare
     from iopulse.record import load
-    from iopulse.report.metrics import phase_rows
+    from iopulse.analysis.metrics import phase_rows
 
     out, dev, tmp = recorded
     fio = {j["jobname"]: j for j in json.loads((tmp / "fio.json").read_text())["jobs"]}

@@ -14,12 +14,12 @@ import pytest
 
 from iopulse._pb import iopulse_pb2 as pb
 from iopulse.cli import main
-from iopulse.compare import (BASE_ONLY, BETTER, NOISE, NOT_DUT, TOO_FEW, OTHER_ONLY, SMALL, WORSE,
+from iopulse.analysis.compare import (BASE_ONLY, BETTER, NOISE, NOT_DUT, TOO_FEW, OTHER_ONLY, SMALL, WORSE,
                              SameRun, comparison, compare)
 from iopulse.histogram import Histogram
 from iopulse.record import RunWriter, load
-from iopulse.report.metrics import phase_rows
-from iopulse.stats import student, t_quantile, t_two_sided_p, welch
+from iopulse.analysis.metrics import phase_rows
+from iopulse.analysis.stats import student, t_quantile, t_two_sided_p, welch
 
 K = 5
 T0_REAL = 1_763_800_000_000_000_000

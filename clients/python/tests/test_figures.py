@@ -12,11 +12,11 @@ import pytest
 from workload import K, exact_percentile, truth, workload, write_run
 
 from iopulse.cli import main
-from iopulse.compare import compare
+from iopulse.analysis.compare import compare
 from iopulse.data import MissingExtra, interval_records, load, phase_records
 from iopulse.histogram import Histogram
 from iopulse.record import load as load_run
-from iopulse.report.metrics import phase_rows
+from iopulse.analysis.metrics import phase_rows
 
 ERR = 2.0 ** -(K + 1)          # the layout's relative error for a bucket's midpoint
 

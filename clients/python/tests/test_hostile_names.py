@@ -10,7 +10,7 @@ from fakes import make_update
 
 from iopulse._pb import iopulse_pb2 as pb
 from iopulse.record import RunWriter, load
-from iopulse.report.metrics import phase_rows
+from iopulse.analysis.metrics import phase_rows
 from iopulse.report.tables import csv_cell, csv_report, markdown_report
 
 NAMES = ["x$\\frac{$y", "a $x$ b", "=HYPERLINK(\"http://x\")", "+1", "-2+3", "@SUM(A1)",

@@ -18,7 +18,7 @@ from test_cli import SRC
 
 from iopulse.display import DEVICE_SPECS, FIO_SPECS, OP_SPECS, THREAD_SPECS
 from iopulse.record import load
-from iopulse.report.metrics import phase_rows
+from iopulse.analysis.metrics import phase_rows
 from iopulse.report.tables import SETTINGS, csv_report, markdown_report
 
 WIDTHS = (80, 120, 180)

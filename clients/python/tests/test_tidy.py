@@ -15,8 +15,8 @@ from iopulse.data import Frames, phase_records
 from iopulse.histogram import Histogram
 from iopulse.model import DeviceInfo
 from iopulse.record import load as load_run
-from iopulse.report.aggregate import phase_histogram
-from iopulse.report.labels import LabelColumns, device_class, parse_size
+from iopulse.analysis.aggregate import phase_histogram
+from iopulse.analysis.labels import LabelColumns, device_class, parse_size
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """A run as tidy tables: one record per phase x host x device x op, per interval x host x
 device x op, per phase x host x sync thread; phase labels and the device's class as columns of
-their own. The numbers are report/metrics.py's, the same as the report's and compare's.
+their own. The numbers are analysis/metrics.py's, the same as the report's and compare's.
 interval_records() and phase_records() need nothing beyond the base install (they feed
 `iopulse export --format csv|jsonl`); load() returns pandas DataFrames and needs the report
 extra (`pip install iopulse[report]`)."""
@@ -9,14 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Union
 
+from .analysis.aggregate import ROW_OPS, DeviceAgg, PhaseAgg, phase_histogram
+from .analysis.labels import LabelColumns, device_class
+from .analysis.metrics import DEVICE_KEYS, OP_KEYS, THREAD_KEYS, device_figures, is_float_key, \
+    op_figures, phase_rows
 from .histogram import Histogram
+from .model import ALL, DATA_OPS
 from .phases.model import Phase
 from .record.reader import Run
 from .record.reader import load as load_run
-from .report.aggregate import ALL, DATA_OPS, OPS, DeviceAgg, PhaseAgg, phase_histogram
-from .report.labels import LabelColumns, device_class
-from .report.metrics import DEVICE_KEYS, OP_KEYS, THREAD_KEYS, device_figures, is_float_key, \
-    op_figures, phase_rows
 
 EXTRA_HINT = ("needs the report extra: pip install 'iopulse[report]' (or Debian's "
               "python3-pandas and python3-matplotlib)")
@@ -89,7 +90,7 @@ def phase_records(run: Run, phases: Optional[list[Phase]] = None, idle: bool = F
         head = {**_phase_cols(r.phase, index[id(r.phase)]), "host": r.host,
                 "device": r.device, "device_class": r.device_class, "osd": r.osd}
         labels = _label_cols(r.phase, lc)
-        for op in OPS:
+        for op in ROW_OPS:
             dev.append({**head, "op": op, **labels, "start_ns": r.phase.start_real_ns,
                         "end_ns": r.phase.end_real_ns, "seconds": r.seconds, **r.ops[op],
                         **(r.device_only if op == ALL else none)})
@@ -121,7 +122,7 @@ def interval_records(run: Run) -> Iterator[dict[str, Any]]:
         one.add(u)
         for d in u.devices:
             a = one.devices[d.name]
-            ops = tuple(op for op in OPS if op != ALL and a.ops[op].ios)
+            ops = tuple(op for op in ROW_OPS if op != ALL and a.ops[op].ios)
             if not ops:
                 continue
             if any(a.ops[op].ios for op in DATA_OPS):

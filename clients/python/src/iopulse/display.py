@@ -1,6 +1,6 @@
 """The columns of the report, top and the HTML page, and the text of a figure in them.
 
-Every figure comes from iopulse.report.metrics (a run's, or a live Update's turned into the
+Every figure comes from iopulse.analysis.metrics (a run's, or a live Update's turned into the
 same sums); nothing here computes one, it picks the unit and the digits. Every column header
 carries its unit: latencies in µs (so that a column compares down its lines: 35.3 beside
 60293, not 0.04 ms), sizes in KiB; MB/s is 10^6 bytes per second and MiB/s 2^20 (fio's
@@ -9,12 +9,11 @@ headline unit).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence, Union
+from typing import Mapping, Optional, Sequence
 
-from .report.aggregate import ALL, DATA_OPS
+from .analysis.metrics import Number
+from .model import ALL, DATA_OPS
 from .textfit import Col
-
-Number = Union[int, float]
 
 # kinds of figure: how a value is written, and the unit in its header
 RATE = "rate"           # per second
@@ -106,6 +105,19 @@ TOP_THREAD_SPECS = [
     Spec("process", "process", TEXT), Spec("osd", "OSD", TEXT), Spec("where", "device", TEXT),
     Spec("calls_per_s", "calls/s", RATE), Spec("latency_p99_ns", "p99 ({unit})", NS),
 ]
+
+
+def fmt_ns(v: Optional[float]) -> str:
+    """A duration in ns with a unit: 850ns, 12.3us, 456us, 7.8ms, 1.25s; '-' for None."""
+    if v is None:
+        return "-"
+    if v < 1e3:
+        return f"{v:.0f}ns"
+    if v < 1e6:
+        return f"{v / 1e3:.1f}us" if v < 1e4 else f"{v / 1e3:.0f}us"
+    if v < 1e9:
+        return f"{v / 1e6:.1f}ms" if v < 1e8 else f"{v / 1e6:.0f}ms"
+    return f"{v / 1e9:.2f}s"
 
 
 def number(v: Optional[Number]) -> str:

@@ -1,8 +1,8 @@
 """Tables for `iopulse top` and `iopulse snapshot`: per device a line per op (reads, writes
 and, when a device did both, all of them), the busiest sync threads, merged rows.
 
-The figures are the report's (iopulse.report.metrics) over the Update's window: the live
-devices and threads are turned into the report's sums (report/live.py) first."""
+The figures are the report's (iopulse.analysis.metrics) over the Update's window: the live
+devices and threads are turned into the report's sums (analysis/live.py) first."""
 from __future__ import annotations
 
 import fnmatch
@@ -10,12 +10,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from .display import TOP_SPECS, TOP_THREAD_SPECS, Number, columns, shown_ops
-from .model import DeviceInfo, DeviceStats, PhaseMark, ThreadSync, Update
-from .report.aggregate import ALL, OPS, DeviceAgg
-from .report.labels import DISK, LOOP, MEMBER, PARTITION, STACKED, device_class
-from .report.live import device_agg, merged_figures, thread_agg
-from .report.metrics import device_figures, op_figures, thread_values
+from .analysis.aggregate import ROW_OPS, DeviceAgg
+from .analysis.labels import DISK, LOOP, MEMBER, PARTITION, STACKED, device_class
+from .analysis.live import device_agg, merged_figures, thread_agg
+from .analysis.metrics import Number, device_figures, op_figures, thread_values
+from .display import TOP_SPECS, TOP_THREAD_SPECS, columns, shown_ops
+from .model import ALL, DeviceInfo, DeviceStats, PhaseMark, ThreadSync, Update
 from .textfit import Col, Fit, Grid, plain
 
 SORT_KEYS = ("iops", "mbps", "qwait", "svc", "name")
@@ -23,25 +23,8 @@ CLASSES = (DISK, PARTITION, LOOP, STACKED, MEMBER)
 Figures = dict[str, Optional[Number]]
 
 
-def fmt_ns(v: Optional[float]) -> str:
-    """A duration in ns with a unit: 850ns, 12.3us, 456us, 7.8ms, 1.25s; '-' for None."""
-    if v is None:
-        return "-"
-    if v < 1e3:
-        return f"{v:.0f}ns"
-    if v < 1e6:
-        return f"{v / 1e3:.1f}us" if v < 1e4 else f"{v / 1e3:.0f}us"
-    if v < 1e9:
-        return f"{v / 1e6:.1f}ms" if v < 1e8 else f"{v / 1e6:.0f}ms"
-    return f"{v / 1e9:.2f}s"
-
-
-def fmt_num(v: Optional[float], digits: int = 0) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
 def live_class(d: DeviceStats, info: Optional[DeviceInfo]) -> str:
-    """A live device's place in the block stack (report.labels.device_class), from its
+    """A live device's place in the block stack (analysis.labels.device_class), from its
     daemon's Info when it listed the device, else from the Update (holders: a member)."""
     if info is None and d.holders and not d.name.startswith(("dm-", "md")):
         return MEMBER
@@ -70,7 +53,7 @@ class DeviceRow:
         a = device_agg(d)
         s = u.duration_s
         return cls(label, d.name, d.dev, live_class(d, info), list(d.holders), a, s,
-                   {op: op_figures(a.op(op), s) for op in OPS}, device_figures(a, s),
+                   {op: op_figures(a.op(op), s) for op in ROW_OPS}, device_figures(a, s),
                    u.precision)
 
     def figure(self, key: str) -> Optional[Number]:

@@ -13,7 +13,7 @@ import sys
 from types import ModuleType
 from typing import Optional
 
-from .. import __version__
+from .._version import __version__
 from ..client import DEFAULT_TARGET, BadTarget, Client, parse_target
 from ..errors import InvalidArgument, IopulseError
 from .. import tls

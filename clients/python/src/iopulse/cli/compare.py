@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Optional
 
-from ..compare import (BETTER, NOISE, SMALL, VERDICTS, WORSE, Change, Comparison,
+from ..analysis.compare import (BETTER, NOISE, SMALL, VERDICTS, WORSE, Change, Comparison,
                        PhaseComparison, SameRun, SettingChange, comparison)
 from ..record.reader import load
 from .common import EXIT_OK, EXIT_USAGE, console, printable

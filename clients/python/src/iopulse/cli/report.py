@@ -5,8 +5,8 @@ import argparse
 import os
 import sys
 
+from ..analysis.metrics import phase_rows
 from ..record.reader import load
-from ..report.metrics import phase_rows
 from ..report.tables import csv_report, json_report, markdown_report, rich_report
 from .common import EXIT_OK, console, printable
 

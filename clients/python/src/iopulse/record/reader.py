@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Iterator, Optional
 
 from .._pb import iopulse_pb2 as pb
+from ..analysis.aggregate import phase_histogram
+from ..analysis.settings import HostSettings
 from ..histogram import Histogram
 from ..model import Info, PhaseMark, Update
 from ..phases.model import Phase, phases_of_run
-from .settings import HostSettings
 from .runfile import (KIND_INFO, KIND_JSON, KIND_SCHEMA, KIND_UPDATE, MAGIC, MAX_HOSTS,
                       MAX_RECORD, read_varint, split_host)
 
@@ -110,7 +111,7 @@ class Run:
     @property
     def settings(self) -> dict[str, HostSettings]:
         """Each host's device settings when the recording began, by host name (Host.name),
-        for the hosts whose daemon reported them (see iopulse.record.settings)."""
+        for the hosts whose daemon reported them (see iopulse.analysis.settings)."""
         out = {}
         for h in self.hosts:
             s = h.settings
@@ -134,12 +135,10 @@ class Run:
         """The merged histogram of one metric over a phase (its name or Phase), on one host
         (None: every host): every bucket of every Update in it added up, as the report
         computes its percentiles. op: read, write, discard, flush or all; metric: total_ns,
-        queue_wait_ns, service_ns, size_bytes (report.aggregate.phase_histogram).
+        queue_wait_ns, service_ns, size_bytes (analysis.aggregate.phase_histogram).
 
             run.histogram("randread", None, "nvme0n1", "read").percentile(99.9)
         """
-        from ..report.aggregate import phase_histogram   # the report imports this module
-
         return phase_histogram(self, phase, host, device, op, metric)
 
     def span_realtime_ns(self) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, Optional
 
-from .. import __version__
+from .._version import __version__
 from .._pb import iopulse_pb2 as pb
 from ..client import Client
 from ..errors import IopulseError

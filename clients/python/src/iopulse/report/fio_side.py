@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..analysis.metrics import Row
 from ..phases.model import Phase
 from ..record.reader import Run
-from .metrics import Row
 
 FIO_OPS = (("read", "read"), ("write", "write"), ("trim", "discard"))
 QS = (("p50", 50.0), ("p99", 99.0), ("p999", 99.9))

@@ -7,9 +7,9 @@ import os
 import tempfile
 from typing import Any, Optional
 
+from ..analysis.metrics import Row, ThreadRow
 from ..record.reader import Run
 from ..textfit import Grid
-from .metrics import Row, ThreadRow
 from .tables import FIO_NOTE, LEGEND, grids, run_summary
 
 # Headers wrap at their spaces, numbers and names never; free text (labels, tunables) wraps

@@ -15,14 +15,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..display import DEVICE_SPECS, FIO_SPECS, OP_SPECS, THREAD_SPECS, columns, shown_ops
+from ..analysis.labels import LabelColumns
+from ..analysis.metrics import Row, ThreadRow
+from ..display import DEVICE_SPECS, FIO_SPECS, OP_SPECS, THREAD_SPECS, columns, fmt_ns, \
+    shown_ops
 from ..phases.model import Phase
 from ..record.reader import Run
-from ..render import fmt_ns
 from ..textfit import Col, Fit, Grid
 from .fio_side import FioSide, fio_sides
-from .labels import LabelColumns
-from .metrics import Row, ThreadRow
 
 THREADS_PER_PHASE = 5
 

@@ -1,16 +1,17 @@
 """A run shaped for the plots, in plain Python: per interval rates and latency rows (each
 interval divided by its own length), the phase tree with stable numbers, and per phase the
-merged histograms, read through report.metrics. Times are seconds since the run's start."""
+merged histograms, read through analysis.metrics. Times are seconds since the run's start."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ...analysis.metrics import aggregate
 from ...histogram import Histogram, bucket_mid, rank
+from ...model import DATA_OPS, LATENCY_OPS
 from ...phases.model import Phase
 from ...record.reader import Run
-from ..metrics import DATA_OPS, LATENCY_OPS, aggregate
 
 ROWS_PER_DECADE = 6
 HEAT_LO, HEAT_HI = 1e2, 1e11            # 100 ns .. 100 s

@@ -4,16 +4,13 @@ thread_values): rates over the Update's window, percentiles from its buckets, se
 devices merged bucket by bucket."""
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence
 
 from ..histogram import Histogram
-from ..model import OPS as MODEL_OPS
-from ..model import DeviceStats, ThreadSync
-from .aggregate import DEVICE_HISTOGRAMS, OP_COUNTERS, OP_HISTOGRAMS, OPS, SYNC_CALLS, \
-    DeviceAgg, OpAgg, ThreadAgg
-from .metrics import device_figures, op_figures
-
-Number = Union[int, float]
+from ..model import (DEVICE_HISTOGRAMS, OP_COUNTERS, OP_HISTOGRAMS, OPS, SYNC_CALLS,
+                     DeviceStats, ThreadSync)
+from .aggregate import ROW_OPS, DeviceAgg, OpAgg, ThreadAgg
+from .metrics import Number, device_figures, op_figures
 
 
 def _held(h: Histogram) -> Optional[Histogram]:
@@ -24,7 +21,7 @@ def _held(h: Histogram) -> Optional[Histogram]:
 def device_agg(d: DeviceStats) -> DeviceAgg:
     """One device of a live Update as the sums of a phase."""
     a = DeviceAgg(d.name, d.osd_id, d.osd_role)
-    for op in MODEL_OPS:
+    for op in OPS:
         s, o = d.ops[op], OpAgg()
         for name in OP_COUNTERS:
             setattr(o, name, getattr(s, name))
@@ -71,7 +68,7 @@ def merged_figures(parts: Sequence[tuple[DeviceAgg, float]]
     for a, _ in parts:
         total.merge(a)
     seconds = max((s for _, s in parts), default=0.0)
-    ops = {op: op_figures(total.op(op), seconds) for op in OPS}
+    ops = {op: op_figures(total.op(op), seconds) for op in ROW_OPS}
     dev = device_figures(total, seconds)
 
     def rates(figs: dict[str, Optional[Number]], each: list[dict[str, Optional[Number]]]
@@ -81,7 +78,7 @@ def merged_figures(parts: Sequence[tuple[DeviceAgg, float]]
                 got = [f[k] for f in each if f[k] is not None]
                 figs[k] = sum(got) if got else None
 
-    for op in OPS:
+    for op in ROW_OPS:
         rates(ops[op], [op_figures(a.op(op), s) for a, s in parts])
     rates(dev, [device_figures(a, s) for a, s in parts])
     return ops, dev

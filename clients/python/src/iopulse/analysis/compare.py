@@ -3,7 +3,7 @@ op and metric, each run's value, the change absolute and relative, the smallest 
 runs could tell from noise, and a verdict on the devices under test.
 
 The rule (README, "Comparing runs"):
-- A run's value is the report's (report/metrics.py: the phase's counts over its seconds,
+- A run's value is the report's (analysis/metrics.py: the phase's counts over its seconds,
   percentiles of its merged buckets), never an average of interval values.
 - With at least two runs on each side: Student's two-sample t-test (variances pooled,
   n_base + n_other - 2 degrees of freedom) on the logarithms of the per-run values, that is
@@ -38,12 +38,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from .model import ALL, DATA_OPS, DEFAULT_PRECISION
-from .phases.model import Phase
-from .record.reader import Run
-from .record.settings import settings_changes
-from .report.labels import LOOP, OSD, STACKED
-from .report.metrics import Row, phase_rows
+from ..model import ALL, DATA_OPS, DEFAULT_PRECISION
+from ..phases.model import Phase
+from .aggregate import RunLike
+from .labels import LOOP, OSD, STACKED
+from .metrics import Row, phase_rows
+from .settings import settings_changes
 from .stats import mean, sd, student, t_quantile
 
 ALPHA = 0.05
@@ -75,7 +75,7 @@ VERDICTS = {
 @dataclass(frozen=True)
 class Metric:
     name: str               # compare's name: iops, mibps, total_p99, ...
-    figure: str             # its key in report/metrics.op_figures (the unit in its name)
+    figure: str             # its key in analysis/metrics.op_figures (the unit in its name)
     header: str
     unit: str               # "IOPS", "MiB/s" or "ns"
     higher_better: bool
@@ -301,7 +301,7 @@ class SameRun(ValueError):
     would show its own values twice and make noise look like a change."""
 
 
-def _identities(run: Run) -> list[tuple[Any, ...]]:
+def _identities(run: RunLike) -> list[tuple[Any, ...]]:
     """What tells one recording from another: the recording session its header names
     (unique per `iopulse record`, kept by a copy of the file), and the file itself."""
     out: list[tuple[Any, ...]] = []
@@ -316,7 +316,7 @@ def _identities(run: Run) -> list[tuple[Any, ...]]:
     return out
 
 
-def check_distinct(base: Sequence[Run], other: Sequence[Run]) -> list[str]:
+def check_distinct(base: Sequence[RunLike], other: Sequence[RunLike]) -> list[str]:
     """Raises SameRun naming the first recording given twice on one side, or on both sides of
     a comparison that judges changes (two runs or more a side). The same recording alone on
     each side judges nothing (its values are the report's): that is returned as a note."""
@@ -350,12 +350,12 @@ DKey = tuple[str, str]              # host ("" for runs of one host each), devic
 
 @dataclass
 class _RunData:
-    run: Run
+    run: RunLike
     phases: dict[PKey, Phase]       # in the run's order
     rows: dict[tuple[PKey, DKey], Row]
 
 
-def _keyed_phases(run: Run) -> list[tuple[PKey, Phase]]:
+def _keyed_phases(run: RunLike) -> list[tuple[PKey, Phase]]:
     seen: dict[str, int] = {}
     out = []
     for p in run.phases():
@@ -365,11 +365,11 @@ def _keyed_phases(run: Run) -> list[tuple[PKey, Phase]]:
     return out
 
 
-def _host_key(run: Run, host: str) -> str:
+def _host_key(run: RunLike, host: str) -> str:
     return "" if len(run.hosts) == 1 else host
 
 
-def _read(run: Run, keep: Callable[[str], bool]) -> _RunData:
+def _read(run: RunLike, keep: Callable[[str], bool]) -> _RunData:
     keyed = _keyed_phases(run)
     pos = {id(p): k for k, p in keyed}
     rows, _ = phase_rows(run, [p for _, p in keyed])
@@ -469,7 +469,7 @@ def _matcher(devices: Optional[Sequence[str]], exclude: Optional[Sequence[str]]
     return keep
 
 
-def _host_pairs(a: Run, b: Run) -> list[tuple[str, Any, Any]]:
+def _host_pairs(a: RunLike, b: RunLike) -> list[tuple[str, Any, Any]]:
     """(host label, settings in a, settings in b) for the hosts of two runs, matched as the
     rows are: the single host of each, or by name."""
     if len(a.hosts) == 1 and len(b.hosts) == 1:
@@ -480,7 +480,7 @@ def _host_pairs(a: Run, b: Run) -> list[tuple[str, Any, Any]]:
     return [(n, sa.get(n), sb.get(n)) for n in names]
 
 
-def _settings(base: list[Run], other: list[Run], devices: list[str]
+def _settings(base: list[RunLike], other: list[RunLike], devices: list[str]
               ) -> tuple[list[SettingChange], list[str]]:
     out: list[SettingChange] = []
     notes: list[str] = []
@@ -506,7 +506,7 @@ def _settings(base: list[Run], other: list[Run], devices: list[str]
     return out, notes
 
 
-def comparison(base: list[Run], other: list[Run], *, min_change: float = MIN_CHANGE,
+def comparison(base: list[RunLike], other: list[RunLike], *, min_change: float = MIN_CHANGE,
                alpha: float = ALPHA, devices: Optional[Sequence[str]] = None,
                exclude: Optional[Sequence[str]] = None) -> Comparison:
     """Every metric of every phase x host x device x op of two sets of runs, judged by the
@@ -579,7 +579,7 @@ def comparison(base: list[Run], other: list[Run], *, min_change: float = MIN_CHA
                       phases, changes, settings, same + notes, bool(devices))
 
 
-def compare(base: list[Run], other: list[Run], *, min_change: float = MIN_CHANGE,
+def compare(base: list[RunLike], other: list[RunLike], *, min_change: float = MIN_CHANGE,
             alpha: float = ALPHA, devices: Optional[Sequence[str]] = None,
             exclude: Optional[Sequence[str]] = None) -> list[Change]:
     """The changes of comparison(): in the runs' phase order, the devices under test first."""

@@ -1,4 +1,4 @@
-"""What each host's devices were set to when a recording began (Run.settings).
+"""What each host's devices were set to when a recording began (iopulse.record.Run.settings).
 
 `iopulse record` asks every daemon for GetInfo with device_settings when it starts and stores
 the answer as the host's Info record; the daemon reads each device's queue settings from sysfs

@@ -14,16 +14,15 @@ from typing import Any, Optional, Union
 
 from ..histogram import Histogram, bucket_index, bucket_lower
 from ..phases.model import Phase
-from ..record.reader import Run
-from .aggregate import (ALL, ALL_OPS, DATA_OPS, LATENCY_OPS, OPS, SYNC_CALLS, DeviceAgg,
-                        OpAgg, PhaseAgg, ThreadAgg, aggregate, osd_totals)
+from ..model import ALL, LATENCY_OPS, OPS, SYNC_CALLS
+from .aggregate import (ROW_OPS, DeviceAgg, OpAgg, PhaseAgg, RunLike, ThreadAgg, aggregate,
+                        osd_totals)
 from .labels import OSD, device_class
 
-__all__ = ["ALL", "ALL_OPS", "DATA_OPS", "LATENCY_OPS", "OPS", "DEVICE_COLUMNS",
-           "THREAD_COLUMNS", "DeviceAgg", "OpAgg", "PhaseAgg", "ThreadAgg",
-           "aggregate", "osd_totals", "op_figures", "device_figures", "device_values",
-           "thread_values", "Row", "ThreadRow", "phase_rows", "OP_KEYS", "DEVICE_KEYS",
-           "THREAD_KEYS", "is_float_key"]
+__all__ = ["ROW_OPS", "DEVICE_COLUMNS", "THREAD_COLUMNS", "Number", "DeviceAgg", "OpAgg",
+           "PhaseAgg", "ThreadAgg", "aggregate", "osd_totals", "op_figures", "device_figures",
+           "device_values", "thread_values", "Row", "ThreadRow", "phase_rows", "OP_KEYS",
+           "DEVICE_KEYS", "THREAD_KEYS", "is_float_key"]
 
 Number = Union[int, float]
 
@@ -174,7 +173,7 @@ def thread_values(t: ThreadAgg, seconds: float) -> dict[str, Optional[Number]]:
 @dataclass
 class Row:
     """One phase x host x device: values is device_values() (the report's columns), ops the
-    op_figures() of each of OPS, device the device_figures()."""
+    op_figures() of each of ROW_OPS, device the device_figures()."""
     phase: Phase
     host: str
     device: str
@@ -213,16 +212,16 @@ def _osd(a: DeviceAgg) -> str:
 
 
 def _row(p: Phase, host: str, a: DeviceAgg, osd: str, seconds: float, cls: str) -> Row:
-    ops = {op: op_figures(a.op(op), seconds) for op in OPS}
+    ops = {op: op_figures(a.op(op), seconds) for op in ROW_OPS}
     dev = device_figures(a, seconds)
     return Row(p, host, a.name, osd, seconds, _flat(a, ops, dev), cls, ops, dev)
 
 
 def _busy(a: DeviceAgg) -> bool:
-    return any(a.ops[op].ios for op in ALL_OPS)
+    return any(a.ops[op].ios for op in OPS)
 
 
-def phase_rows(run: Run, phases: Optional[list[Phase]] = None, idle: bool = False
+def phase_rows(run: RunLike, phases: Optional[list[Phase]] = None, idle: bool = False
                ) -> tuple[list[Row], list[ThreadRow]]:
     """Device rows per phase x host (devices without IO in the phase left out unless idle;
     Ceph OSDs of several devices also as one merged row) and every sync thread with calls,

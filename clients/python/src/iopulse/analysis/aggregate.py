@@ -4,16 +4,27 @@ sums in metrics.py, once, for the report, compare, export and iopulse.load() ali
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Iterable, Iterator, Optional, Protocol, Sequence, Union
 
 from ..histogram import Histogram
-from ..model import (ALL, DATA_OPS, DEFAULT_PRECISION, DEVICE_HISTOGRAMS, LATENCY_OPS,
-                     OP_COUNTERS, OP_HISTOGRAMS, SYNC_CALLS, device_where)
-from ..model import OPS as ALL_OPS
+from ..model import (ALL, DATA_OPS, DEFAULT_PRECISION, DEVICE_HISTOGRAMS, OP_COUNTERS,
+                     OP_HISTOGRAMS, OPS, SYNC_CALLS, device_where)
 from ..phases.model import Phase
-from ..record.reader import Run
 
-OPS = DATA_OPS + ("flush", ALL)             # the op rows of a device, in this order
+ROW_OPS = DATA_OPS + ("flush", ALL)         # the op rows of a device, in this order
+
+
+class RunLike(Protocol):
+    """What the sums read of a run (iopulse.record.Run is one): its path, header and hosts
+    (each with index, name and info), its phases, and its Updates as iopulse.v1.Update
+    messages, (host index, message) in file order."""
+    path: str
+    header: dict[str, Any]
+    hosts: Sequence[Any]
+
+    def phases(self) -> list[Phase]: ...
+
+    def iter_updates(self) -> Iterator[tuple[int, Any]]: ...
 
 
 def add_pb(hists: dict[str, Histogram], name: str, msg: Any, k: int) -> None:
@@ -81,7 +92,7 @@ class DeviceAgg:
     name: str
     osd_id: Optional[int] = None
     osd_role: Optional[str] = None
-    ops: dict[str, OpAgg] = field(default_factory=lambda: {op: OpAgg() for op in ALL_OPS})
+    ops: dict[str, OpAgg] = field(default_factory=lambda: {op: OpAgg() for op in OPS})
     seek_sequential: int = 0
     seek_forward: int = 0
     seek_backward: int = 0
@@ -94,7 +105,7 @@ class DeviceAgg:
         """Add one iopulse.v1.DeviceStats message."""
         if d.osd_id >= 0:
             self.osd_id, self.osd_role = d.osd_id, d.osd_role or None
-        for op in ALL_OPS:
+        for op in OPS:
             self.ops[op].add(getattr(d, op), k)
         self.seek_sequential += d.seek_sequential
         self.seek_forward += d.seek_forward
@@ -118,7 +129,7 @@ class DeviceAgg:
         if op in self.ops:
             return self.ops[op]
         if op != ALL:
-            raise ValueError(f"unknown op {op!r}; one of {', '.join(OPS)}")
+            raise ValueError(f"unknown op {op!r}; one of {', '.join(ROW_OPS)}")
         t = OpAgg()
         for o in DATA_OPS:
             t.merge(self.ops[o])
@@ -239,7 +250,7 @@ def osd_totals(devs: Iterable[DeviceAgg]) -> dict[int, DeviceAgg]:
     return out
 
 
-def aggregate(run: Run, phases: list[Phase]) -> dict[tuple[int, int], PhaseAgg]:
+def aggregate(run: RunLike, phases: list[Phase]) -> dict[tuple[int, int], PhaseAgg]:
     """(phase position, host index) -> PhaseAgg, in one pass over the run's Updates."""
     out: dict[tuple[int, int], PhaseAgg] = {}
     for host, u in run.iter_updates():
@@ -252,7 +263,7 @@ def aggregate(run: Run, phases: list[Phase]) -> dict[tuple[int, int], PhaseAgg]:
     return out
 
 
-def find_phase(run: Run, phase: Union[str, Phase]) -> Phase:
+def find_phase(run: RunLike, phase: Union[str, Phase]) -> Phase:
     """The run's phase given as itself or by a name only one phase has."""
     phases = run.phases()
     if isinstance(phase, Phase):
@@ -271,14 +282,14 @@ def find_phase(run: Run, phase: Union[str, Phase]) -> Phase:
                      "run.phases() (their labels tell them apart)")
 
 
-def phase_histogram(run: Run, phase: Union[str, Phase], host: Optional[str], device: str,
+def phase_histogram(run: RunLike, phase: Union[str, Phase], host: Optional[str], device: str,
                     op: str = ALL, metric: str = "total_ns") -> Histogram:
     """The merged histogram of one metric over a phase: every bucket of every Update in it
     added up, on one host (its name, as in the report) or every host (None). op is read,
     write, discard, flush or 'all' (the data ops); metric one of OP_HISTOGRAMS, or of
     DEVICE_HISTOGRAMS with op 'all'. Empty (count 0) when the device had none."""
-    if op not in OPS:
-        raise ValueError(f"unknown op {op!r}; one of {', '.join(OPS)}")
+    if op not in ROW_OPS:
+        raise ValueError(f"unknown op {op!r}; one of {', '.join(ROW_OPS)}")
     DeviceAgg("").histogram(op, metric)        # the same checks of op and metric
     p = find_phase(run, phase)
     names = {h.index: h.name for h in run.hosts}
