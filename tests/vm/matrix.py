@@ -37,7 +37,8 @@ DEFAULT_CONTROLLERS = [c for c in CONTROLLERS if c != "lsi53c895a"]
 BASE_SCHEDULERS = ["none", "mq-deadline"]
 # cells after the controller cells (guest.py EXTRA): cell -> its scheduler
 EXTRA = {"lvm-linear": "none", "lvm-striped": "none", "md-raid1": "none", "scsi-qd1": "none",
-         "nr_requests-4": "mq-deadline", "split-64k": "none", "merge-seq4k": "mq-deadline"}
+         "nr_requests-4": "mq-deadline", "split-64k": "none", "merge-seq4k": "mq-deadline",
+         "ext4": "mq-deadline"}
 STACK_DISKS = {"lvm-linear": 1, "lvm-striped": 2, "md-raid1": 2}   # spare disks each
 STACK_DISK_MIB = 160
 GUEST_OUT = "/tmp/iopulse-vm-out"   # the guest's path of the kernel's output directory
@@ -533,6 +534,8 @@ def main():
         tools.append("lvm")
     if "md-raid1" in args.extra:
         tools.append("mdadm")
+    if "ext4" in args.extra:
+        tools.append("mkfs.ext4")
     if args.latency:
         tools += ["blktrace", "blkparse", "btt"]
     for tool in tools:
