@@ -41,6 +41,7 @@ EXTRA = {"lvm-linear": "none", "lvm-striped": "none", "md-raid1": "none", "scsi-
          "ext4": "mq-deadline"}
 STACK_DISKS = {"lvm-linear": 1, "lvm-striped": 2, "md-raid1": 2}   # spare disks each
 STACK_DISK_MIB = 160
+MODES = ["full", "request", "completion"]   # guest.py MODE_FLAGS
 GUEST_OUT = "/tmp/iopulse-vm-out"   # the guest's path of the kernel's output directory
 ARCHIVE = {"": "http://deb.debian.org/debian",
            "-security": "http://deb.debian.org/debian-security"}
@@ -352,7 +353,7 @@ def run_kernel(k, args, vng, apt, out_root, current):
                      f"--iopulsed {args.iopulsed} --controllers {','.join(controllers)} "
                      f"--schedulers {','.join(scheds)} --disk-size {DISK_MIB << 20} "
                      f"--seconds {args.seconds} --extra {','.join(args.extra) or 'none'} "
-                     f"--stack-disk-size {STACK_DISK_MIB << 20} --mode {args.mode}"
+                     f"--stack-disk-size {STACK_DISK_MIB << 20} --modes {','.join(args.modes)}"
                      + (" --blktrace" if args.latency else ""))
         argv = [vng, "--verbose", "--run", kimg, "--disable-kvm", "--disable-microvm",
                 "--cpus", str(args.cpus), "--memory", args.memory,
@@ -484,13 +485,20 @@ def main():
     ap.add_argument("--seconds", type=float, default=1.5, help="each fio job's run time")
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--memory", default="2G")
-    ap.add_argument("--timeout", type=int, default=900, help="seconds per kernel boot")
-    ap.add_argument("--mode", choices=("full", "completion"), default="full",
-                    help="iopulsed's histogram mode (README: completion-only mode)")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per kernel boot")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="iopulsed's modes, one daemon each, all at once in every guest: "
+                         "full, request (--queue-from request), completion (README: "
+                         "completion-only mode); the first is each row's own")
+    ap.add_argument("--mode", choices=MODES,
+                    help="one mode only (--modes MODE)")
     ap.add_argument("--no-latency", dest="latency", action="store_false",
-                    help="do not hold latency to blktrace (it is held in the full mode only)")
+                    help="do not hold latency to blktrace")
     args = ap.parse_args()
-    args.latency = args.latency and args.mode == "full"
+    args.modes = [args.mode] if args.mode else [m for m in args.modes.split(",") if m]
+    for m in args.modes:
+        if m not in MODES:
+            ap.error(f"unknown mode {m} (known: {', '.join(MODES)})")
     args.iopulsed = os.path.realpath(args.iopulsed)
     args.out = os.path.realpath(args.out)
     for c in args.controllers.split(","):
@@ -513,7 +521,8 @@ def main():
     os.makedirs(args.cache, exist_ok=True)
     results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "host_kernel": os.uname().release, "iopulsed": args.iopulsed,
-               "fio_seconds": args.seconds, "kernels": [], "cells": [], "errors": []}
+               "fio_seconds": args.seconds, "modes": args.modes, "kernels": [], "cells": [],
+               "errors": []}
     t0 = time.monotonic()
     current = {"guest": None, "imgdir": None}
 
@@ -602,15 +611,19 @@ def main():
         for w in (d.get("features") or {}).get("warnings", []):
             print(f"    {w}")
         held = [c for c in results["cells"] if c["kernel"] == k["label"] and c.get("latency")]
-        if held:
-            worst = max((c for c in held if c["latency"].get("worst")),
-                        key=lambda c: (not c["latency"]["worst"]["ok"],
-                                       c["latency"]["worst"]["buckets"],
-                                       c["latency"]["worst"]["ns"]), default=None)
-            print(f"    latency held to blktrace in {len(held)} cells: "
-                  f"{sum(c['latency']['status'] == 'ok' for c in held)} ok"
-                  + (f"; closest call {worst['controller']} {worst['scheduler']}: "
-                     f"{worst['latency']['worst']['verdict']}" if worst else ""))
+        for mode in args.modes:
+            mine = [(c, c["latency"]["modes"][mode]) for c in held
+                    if mode in c["latency"].get("modes", {})]
+            if not mine:
+                continue
+            worst = max((cm for cm in mine if cm[1].get("worst")),
+                        key=lambda cm: (not cm[1]["worst"]["ok"], cm[1]["worst"]["buckets"],
+                                        cm[1]["worst"]["ns"]), default=None)
+            print(f"    {mode}: latency held to blktrace in {len(mine)} cells: "
+                  f"{sum(m['status'] == 'ok' for _, m in mine)} ok"
+                  + (f"; closest call {worst[0]['controller']} {worst[0]['scheduler']} "
+                     f"{worst[1]['worst']['disk']}: {worst[1]['worst']['verdict']}"
+                     if worst else ""))
     print(f"results: {os.path.join(args.out, 'results.json')} "
           f"(tests/vm/table.py {os.path.join(args.out, 'results.json')}); "
           f"{results['seconds']:.0f} s")

@@ -18,7 +18,9 @@ def main():
     with open(path) as f:
         res = json.load(f)
     kernels = {k["label"]: k for k in res["kernels"]}
-    print("| kernel | controller | scheduler | IOs (diskstats) | IOs (iopulse) | timed "
+    modes = res.get("modes") or ["full"]
+    print(f"| kernel | controller | scheduler | IOs (diskstats) | IOs (iopulse: "
+          f"{' / '.join(modes)}) | timed "
           "| latency (blktrace) | fdatasync (fio / iopulse) | passthrough (sent / diskstats) "
           "| iopulsed | result |")
     print("|---|---|---|---:|---:|---:|---|---:|---:|---|---|")
@@ -46,7 +48,12 @@ def main():
         lats = "-"
         if lat:
             n = sum(d.get("ios", 0) for d in lat.get("disks", {}).values())
-            lats = f"{'ok' if lat['status'] == 'ok' else '**OFF**'}, {n} IOs"
+            off = [m for m, st in lat.get("modes", {}).items() if st["status"] != "ok"]
+            lats = "ok" if lat["status"] == "ok" else \
+                "**OFF**" + (f" ({', '.join(off)})" if off else "")
+            lats += f", {n} IOs"
+        ios = [c.get("iopulse_ios", "-")] + [
+            (c.get("modes") or {}).get(m, {}).get("iopulse_ios", "-") for m in modes[1:]]
         result = "pass" if not c["reasons"] else \
             ("known failure: " if c.get("known") else "**FAIL**: ") + "; ".join(c["reasons"])
         ctl = c["controller"]
@@ -55,7 +62,7 @@ def main():
             if c.get("requeues"):
                 ctl += f", {c['requeues']} requeues"
         print(f"| {esc(kname)} | {esc(ctl)} | {c['scheduler']} "
-              f"| {c.get('diskstats_ios', '-')} | {c.get('iopulse_ios', '-')} | {cov} "
+              f"| {c.get('diskstats_ios', '-')} | {' / '.join(map(str, ios))} | {cov} "
               f"| {lats} | {sync} | {esc(pts)} | {esc(feat)} | {esc(result)} |")
     print()
     print(f"{res.get('passed', '?')} cells passed, {res.get('failed', '?')} failed, "
