@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 REPO = Path(__file__).resolve().parents[2]
 OPS = ("read", "write", "flush", "discard")
 READY_RE = re.compile(r"\bready\b")
-# README (Completions the kernel does not report): latency samples for at least 99.95% of the
+# docs/metrics.md (Completions the kernel does not report): latency samples for at least 99.95% of the
 # completed IOs of a large workload beside busy-node.sh (100% measured in 388,508 IOs of 32
 # psync threads); a few thousand IOs get 99.5%, where two or three unreported completions
 # already cross 0.05%.

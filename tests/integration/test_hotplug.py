@@ -102,7 +102,7 @@ def _released_slot_once(loopdev, daemon, last: bool) -> list[str]:
     b = loopdev("64M")         # another device number, idle so far
     a.detach()
     t_detached = time.monotonic_ns()
-    # README: a retired device's slot is handed back an interval after the daemon saw it
+    # docs/devices.md: a retired device's slot is handed back an interval after the daemon saw it
     # gone. Seen gone at the end of the interval running now (or of the next, if the detach's
     # own IO made it active in this one), released, recycled one interval later: after four
     # intervals that end after the detach, the slot is free whatever the detach took.

@@ -138,7 +138,7 @@ def test_queue_wait_dominates_with_few_tags(loopdev, daemon):
     assert reads >= 2000, f"only {reads} reads in 8 s"
     # mq-deadline with 4 tags and 8 threads per tag: 158 of 118,542 (0.13%) and, with a
     # second fio loading the machine, 215 of 78,499 (0.27%) completions had no latency sample
-    # (README: Completions the kernel does not report), so this case is held to 99.5%, not
+    # (docs/metrics.md: Completions the kernel does not report), so this case is held to 99.5%, not
     # to the 99.9% of the other workloads
     _check_timed(c, reads, exact=False, goal=TIMED_GOAL_SMALL)
     assert None not in qw and None not in svc, "null p50 in an interval with IOs"

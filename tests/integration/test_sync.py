@@ -91,7 +91,7 @@ def test_fdatasync_on_raw_block_device(loopdev, daemon):
     assert flush_req == truth.flushes, \
         f"flush.requests {flush_req} != diskstats flushes {truth.flushes}"
     assert flush_ios == truth.flushes, f"flush op ios {flush_ios} != diskstats {truth.flushes}"
-    # README (Completions the kernel does not report): the data writes are exact; an empty
+    # docs/metrics.md (Completions the kernel does not report): the data writes are exact; an empty
     # PREFLUSH write is ended by the flush machinery without being dispatched, so it has no
     # record, and one whose completion the kernel does not report is not counted (seen once,
     # 1 of 2,047, on a saturated machine). Bound: at most 0.1% of them, at least 1 allowed.

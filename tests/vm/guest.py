@@ -588,7 +588,7 @@ def measure_cell(daemon, kernel, ctl, disk, sched, feats):
     if fio_sync == 0:
         r.append("fio made no fdatasync call")
     # Sync tracking that iopulsed itself said is off (a kernel without what it needs, one
-    # warning line: README, kernel requirements) is shown as off, not compared; sync
+    # warning line: docs/kernels.md) is shown as off, not compared; sync
     # tracking that is on must count every call.
     cell["sync_off"] = feats.get("sync") == "off"
     if io_sync != fio_sync and not cell["sync_off"]:

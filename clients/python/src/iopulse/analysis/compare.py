@@ -2,7 +2,7 @@
 op and metric, each run's value, the change absolute and relative, the smallest change these
 runs could tell from noise, and a verdict on the devices under test.
 
-The rule (README, "Comparing runs"):
+The rule (docs/benchmarking.md, "How a verdict is reached"):
 - A run's value is the report's (analysis/metrics.py: the phase's counts over its seconds,
   percentiles of its merged buckets), never an average of interval values.
 - With at least two runs on each side: Student's two-sample t-test (variances pooled,
