@@ -7,7 +7,7 @@
 #include <sys/sysmacros.h>
 #include <sys/types.h>
 
-#include "../bpf/iopulse.h"
+#include "iopulse.h"
 
 struct iop_device {
 	dev_t dev;               /* user-space dev_t (makedev) */

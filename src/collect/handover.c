@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../bpf/rq_logic.h"
+#include "rq_logic.h"
 #include "log.h"
 
 /* The key of a record handover_records is filling: no request has this address. */

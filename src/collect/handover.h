@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../bpf/iopulse.h"
+#include "iopulse.h"
 #include "probes.h"
 #include "reconcile.h"
 

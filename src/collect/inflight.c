@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bpf/iopulse.h"
+#include "iopulse.h"
 #include "diskstats.h"
 
 /*

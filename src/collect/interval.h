@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../bpf/iopulse.h"
+#include "iopulse.h"
 #include "devices.h"
 
 /*

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "../bpf/iopulse.h"
+#include "iopulse.h"
 
 enum stamp_state {
 	STAMPS_UNKNOWN = 0,     /* nothing seen yet (or the interval told nothing) */

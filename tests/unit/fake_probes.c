@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../bpf/rq_logic.h"
+#include "rq_logic.h"
 
 struct probes *fake_probes_new(uint32_t nslots, size_t nsets, bool completion_only)
 {

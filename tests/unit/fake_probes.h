@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../bpf/iopulse.h"
-#include "collect/probes.h"
+#include "iopulse.h"
+#include "probes.h"
 
 struct probes {
 	bool completion_only;

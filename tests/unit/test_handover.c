@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "check_main.h"
-#include "collect/handover.h"
+#include "handover.h"
 #include "fake_probes.h"
 
 #define DISK ((8u << 20) | 16)

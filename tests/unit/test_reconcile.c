@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "collect/diskstats.h"
-#include "collect/reconcile.h"
+#include "diskstats.h"
+#include "reconcile.h"
 
 #define N (2 * IOP_OP_MAX)
 

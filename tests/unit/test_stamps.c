@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "collect/stamps.h"
+#include "stamps.h"
 
 static void ops(uint64_t *cnt, unsigned int op, uint64_t ios, uint64_t untimed, uint64_t unseen)
 {

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "collect/unseen.h"
+#include "unseen.h"
 #include "fake_probes.h"
 
 #define LOOP3 ((7u << 20) | 3)

@@ -1,4 +1,4 @@
-"""Log-linear histograms with the daemon's bucket math (src/hist_math.h, src/histogram.c).
+"""Log-linear histograms with the daemon's bucket math (bpf/hist_math.h, src/util/histogram.c).
 
 Precision k: values below 2**k have a bucket each (exact); every power-of-two range above is
 split into 2**k equal buckets; values at or above 2**RANGE_BITS share the last bucket. A bucket
