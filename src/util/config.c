@@ -10,48 +10,9 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
-#include "config_loader.h"
+#include "config_keys.h"
 #include "hist_math.h"
 #include "server_limits.h"
-
-/* ------------------------------------------------------------ string lists -- */
-
-static void strlist_free(struct iop_strlist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
-static int strlist_append(struct iop_strlist *l, const char *s)
-{
-	char **v = realloc(l->v, (l->n + 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	l->v = v;
-	v[l->n] = strdup(s);
-	if (!v[l->n])
-		return -ENOMEM;
-	l->n++;
-	return 0;
-}
-
-static int strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src)
-{
-	struct iop_strlist l = { 0 };
-
-	for (size_t i = 0; i < src->n; i++) {
-		if (strlist_append(&l, src->v[i]) < 0) {
-			strlist_free(&l);
-			return -ENOMEM;
-		}
-	}
-	*dst = l;
-	return 0;
-}
 
 /* ---------------------------------------------------------- struct lifecycle -- */
 
@@ -96,10 +57,10 @@ int config_init_defaults(struct iop_config *c)
 	if (!d.ceph_osd_dir || !d.server_socket || !d.server_socket_group || !d.server_tcp ||
 	    !d.server_mark_group ||
 	    !d.server_tls_cert || !d.server_tls_key || !d.server_tls_client_ca ||
-	    strlist_append(&d.server_mark_clients, "*") < 0 ||
-	    !d.metrics_listen || strlist_append(&d.metrics_threads, "bstore_kv_sync") < 0 ||
-	    strlist_append(&d.dev_exclude, "ram*") < 0 ||
-	    strlist_append(&d.dev_exclude, "zram*") < 0) {
+	    iop_strlist_append(&d.server_mark_clients, "*") < 0 ||
+	    !d.metrics_listen || iop_strlist_append(&d.metrics_threads, "bstore_kv_sync") < 0 ||
+	    iop_strlist_append(&d.dev_exclude, "ram*") < 0 ||
+	    iop_strlist_append(&d.dev_exclude, "zram*") < 0) {
 		config_release(&d);
 		return -ENOMEM;
 	}
@@ -115,12 +76,12 @@ static void drop(char **s)
 
 void config_release(struct iop_config *c)
 {
-	strlist_free(&c->dev_include);
-	strlist_free(&c->dev_exclude);
-	strlist_free(&c->thread_include);
-	strlist_free(&c->thread_exclude);
-	strlist_free(&c->server_mark_clients);
-	strlist_free(&c->metrics_threads);
+	iop_strlist_free(&c->dev_include);
+	iop_strlist_free(&c->dev_exclude);
+	iop_strlist_free(&c->thread_include);
+	iop_strlist_free(&c->thread_exclude);
+	iop_strlist_free(&c->server_mark_clients);
+	iop_strlist_free(&c->metrics_threads);
 	drop(&c->ceph_osd_dir);
 	drop(&c->server_socket);
 	drop(&c->server_socket_group);
@@ -130,21 +91,6 @@ void config_release(struct iop_config *c)
 	drop(&c->server_tls_key);
 	drop(&c->server_tls_client_ca);
 	drop(&c->metrics_listen);
-}
-
-int iop_strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src)
-{
-	return strlist_copy(dst, src) < 0 ? -ENOMEM : 0;
-}
-
-void iop_strlist_free(struct iop_strlist *l)
-{
-	strlist_free(l);
-}
-
-int iop_strlist_append(struct iop_strlist *l, const char *s)
-{
-	return strlist_append(l, s);
 }
 
 static int dup_or_null(char **dst, const char *src)
@@ -171,13 +117,13 @@ int config_copy(struct iop_config *dst, const struct iop_config *src)
 	    dup_or_null(&d.server_tls_cert, src->server_tls_cert) < 0 ||
 	    dup_or_null(&d.server_tls_key, src->server_tls_key) < 0 ||
 	    dup_or_null(&d.server_tls_client_ca, src->server_tls_client_ca) < 0 ||
-	    strlist_copy(&d.server_mark_clients, &src->server_mark_clients) < 0 ||
+	    iop_strlist_copy(&d.server_mark_clients, &src->server_mark_clients) < 0 ||
 	    dup_or_null(&d.metrics_listen, src->metrics_listen) < 0 ||
-	    strlist_copy(&d.metrics_threads, &src->metrics_threads) < 0 ||
-	    strlist_copy(&d.dev_include, &src->dev_include) < 0 ||
-	    strlist_copy(&d.dev_exclude, &src->dev_exclude) < 0 ||
-	    strlist_copy(&d.thread_include, &src->thread_include) < 0 ||
-	    strlist_copy(&d.thread_exclude, &src->thread_exclude) < 0) {
+	    iop_strlist_copy(&d.metrics_threads, &src->metrics_threads) < 0 ||
+	    iop_strlist_copy(&d.dev_include, &src->dev_include) < 0 ||
+	    iop_strlist_copy(&d.dev_exclude, &src->dev_exclude) < 0 ||
+	    iop_strlist_copy(&d.thread_include, &src->thread_include) < 0 ||
+	    iop_strlist_copy(&d.thread_exclude, &src->thread_exclude) < 0) {
 		config_release(&d);
 		memset(dst, 0, sizeof(*dst));
 		return -ENOMEM;
@@ -208,8 +154,30 @@ static const struct key ceph_keys[] = {
 	{ .name = NULL },
 };
 
+_Static_assert(sizeof(enum iop_log_level) == sizeof(int), "log_level is a KEY_ENUM field");
+
+static int load_log_level(struct loader *ld, const yaml_node_t *n, const char *key, void *field)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	static const char *what = "a log level (error, warning, info, debug)";
+	char buf[48];
+	const char *s;
+	int r;
+
+	r = loader_string(ld, n, key, what, &s);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*(enum iop_log_level *)field = (enum iop_log_level)i;
+			return 0;
+		}
+	}
+	return loader_fail(ld, n, key, "'%s' is not %s", loader_shown(n, buf, sizeof(buf)), what);
+}
+
 static const struct key log_keys[] = {
-	{ .name = "level", .type = KEY_LOG_LEVEL, .offset = FIELD(log_level),
+	{ .name = "level", .type = KEY_ENUM, .offset = FIELD(log_level), .load = load_log_level,
 	  .apply = CONFIG_APPLY_LIVE },
 	{ .name = NULL },
 };

@@ -6,22 +6,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IOP_CONFIG_DEFAULT_PATH "/etc/iopulse/iopulse.yaml"
+#include "config_duration.h"
+#include "strlist.h"
 
-/* Allowed range of interval (and of any duration accepted by config_parse_duration_ms). */
-#define IOP_INTERVAL_MS_MIN 10ULL
-#define IOP_INTERVAL_MS_MAX 3600000ULL
+#define IOP_CONFIG_DEFAULT_PATH "/etc/iopulse/iopulse.yaml"
 
 enum iop_log_level {
 	IOP_LOG_ERROR = 0,
 	IOP_LOG_WARNING = 1,
 	IOP_LOG_INFO = 2,
 	IOP_LOG_DEBUG = 3,
-};
-
-struct iop_strlist {
-	char **v;
-	size_t n;
 };
 
 /* histogram.mode: how the block-layer latencies are taken (probes_opts.completion_only). */
@@ -37,13 +31,6 @@ int config_hist_mode_parse(const char *s, enum iop_hist_mode *out);
 
 /* "host:port" with a port 0..65535 (server.tcp, metrics.listen, --tcp, --metrics). */
 bool config_listen_valid(const char *s);
-
-
-/* A copy of src (0 or -ENOMEM), and freeing one. */
-int iop_strlist_copy(struct iop_strlist *dst, const struct iop_strlist *src);
-void iop_strlist_free(struct iop_strlist *l);
-/* Append a copy of s (0 or -ENOMEM; on -ENOMEM l stays valid for iop_strlist_free). */
-int iop_strlist_append(struct iop_strlist *l, const char *s);
 
 struct iop_config {
 	uint64_t interval_ms;          /* interval: "1s", "500ms", 2 (seconds); 10ms..3600s */
@@ -109,21 +96,6 @@ void config_release(struct iop_config *c);
  * left unchanged.
  */
 int config_load(struct iop_config *c, const char *path, char *err, size_t errlen);
-
-/*
- * Parse a duration such as "1s", "250ms", "2m", "1h", "0.5s" or a bare number of seconds
- * ("2", "0.25"). Returns -EINVAL if s is not such a duration or not a whole number of
- * milliseconds, -ERANGE if it lies outside IOP_INTERVAL_MS_MIN..IOP_INTERVAL_MS_MAX;
- * *out_ms is written only on success.
- */
-int config_parse_duration_ms(const char *s, uint64_t *out_ms);
-
-/*
- * The same syntax with the caller's range (e.g. a run length: 1 ms .. a day). Numbers above
- * 10^12 of their unit always give -ERANGE.
- */
-int config_parse_duration_range_ms(const char *s, uint64_t min_ms, uint64_t max_ms,
-				   uint64_t *out_ms);
 
 /*
  * Deep copy (for SIGHUP: load into a copy, swap on success). dst is overwritten without

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_loader.h"
+#include "config_keys.h"
 
 const char *config_apply_name(enum config_apply a)
 {
@@ -41,16 +41,13 @@ static size_t scalar_size(enum key_type t)
 		return sizeof(uint32_t);
 	case KEY_BOOL:
 		return sizeof(bool);
-	case KEY_LOG_LEVEL:
-		return sizeof(enum iop_log_level);
-	case KEY_HIST_MODE:
-		return sizeof(enum iop_hist_mode);
+	case KEY_ENUM:
+		return sizeof(int);
 	case KEY_SECTION:
 	case KEY_GLOBS:
 	case KEY_PATH:
-	case KEY_GROUP:
-	case KEY_LISTEN:
 	case KEY_FILE:
+	case KEY_STRING:
 		break;
 	}
 	return 0;

@@ -6,14 +6,7 @@
 #include <stddef.h>
 
 #include "config.h"
-
-/* How a changed key takes effect when the file is loaded again; each key's table entry says. */
-enum config_apply {
-	CONFIG_APPLY_UNSET = 0,   /* an entry that says nothing: taken as CONFIG_APPLY_RESTART */
-	CONFIG_APPLY_LIVE,        /* from the next interval on, nothing started again */
-	CONFIG_APPLY_PROBES,      /* new probes are loaded beside the running ones and take over */
-	CONFIG_APPLY_RESTART,     /* only when iopulsed starts again: the running value is kept */
-};
+#include "config_loader.h"   /* enum config_apply: each key's table entry says */
 
 /* Room for every key the tables hold (test_config holds the tables to it). */
 #define CONFIG_KEYS_MAX 64

@@ -1,5 +1,5 @@
 /* config_devices.c - the devices.* keys: which block devices are reported, partitions rolled up */
-#include "config_loader.h"
+#include "config_keys.h"
 
 const struct key config_devices_keys[] = {
 	{ .name = "include", .type = KEY_GLOBS, .offset = FIELD(dev_include),

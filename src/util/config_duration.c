@@ -1,5 +1,5 @@
 /* config_duration.c - durations such as "500ms", "1s", "2m" or "0.25", strictly parsed */
-#include "config.h"
+#include "config_duration.h"
 
 #include <errno.h>
 #include <stdbool.h>

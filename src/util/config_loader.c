@@ -9,7 +9,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-static const char *const log_level_names[] = { "error", "warning", "info", "debug" };
+#include "config_duration.h"
+#include "strlist.h"
 
 /* ------------------------------------------------------------------ helpers -- */
 
@@ -282,36 +283,18 @@ static int load_mode(struct loader *ld, const yaml_node_t *n, const char *key, u
 	return 0;
 }
 
-static int load_log_level(struct loader *ld, const yaml_node_t *n, const char *key,
-			  enum iop_log_level *out)
-{
-	static const char *what = "a log level (error, warning, info, debug)";
-	char buf[48];
-	const char *s;
-	int r;
-
-	r = loader_string(ld, n, key, what, &s);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < sizeof(log_level_names) / sizeof(log_level_names[0]); i++) {
-		if (strcmp(s, log_level_names[i]) == 0) {
-			*out = (enum iop_log_level)i;
-			return 0;
-		}
-	}
-	return loader_fail(ld, n, key, "'%s' is not %s", loader_shown(n, buf, sizeof(buf)), what);
-}
-
 /* ----------------------------------------------------------------- sections -- */
 
 static int load_value(struct loader *ld, const yaml_node_t *n, const struct key *k,
-		      const char *key, struct iop_config *c)
+		      const char *key, void *base)
 {
-	void *field = (char *)c + k->offset;
+	void *field = (char *)base + k->offset;
 
+	if (k->load)
+		return k->load(ld, n, key, field);
 	switch (k->type) {
 	case KEY_SECTION:
-		return loader_section(ld, n, k->sub, key, c);
+		return loader_section(ld, n, k->sub, key, base);
 	case KEY_DURATION:
 		return load_duration(ld, n, key, field);
 	case KEY_UINT:
@@ -322,24 +305,19 @@ static int load_value(struct loader *ld, const yaml_node_t *n, const struct key 
 		return load_globs(ld, n, key, field);
 	case KEY_PATH:
 		return load_path(ld, n, key, field);
-	case KEY_LOG_LEVEL:
-		return load_log_level(ld, n, key, field);
 	case KEY_MODE:
 		return load_mode(ld, n, key, field);
-	case KEY_GROUP:
-		return config_load_name(ld, n, key, field, false);
-	case KEY_LISTEN:
-		return config_load_name(ld, n, key, field, true);
 	case KEY_FILE:
 		return load_readable(ld, n, key, field);
-	case KEY_HIST_MODE:
-		return config_load_hist_mode(ld, n, key, field);
+	case KEY_STRING:
+	case KEY_ENUM:
+		break;
 	}
-	return -EINVAL;
+	return loader_fail(ld, n, key, "the key table gives no loader for this key");
 }
 
 int loader_section(struct loader *ld, const yaml_node_t *map, const struct key *keys,
-		   const char *prefix, struct iop_config *c)
+		   const char *prefix, void *base)
 {
 	yaml_node_pair_t *pairs;
 	char key[256], names[256];
@@ -374,7 +352,7 @@ int loader_section(struct loader *ld, const yaml_node_t *map, const struct key *
 					 k == keys ? "" : ", ", k->name);
 			return loader_fail(ld, kn, key, "unknown key (expected %s)", names);
 		}
-		r = load_value(ld, yaml_document_get_node(ld->doc, p->value), k, key, c);
+		r = load_value(ld, yaml_document_get_node(ld->doc, p->value), k, key, base);
 		if (r < 0)
 			return r;
 	}

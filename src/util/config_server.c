@@ -11,54 +11,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "config_loader.h"
-
-/*
- * The gRPC server copies every one of these when it starts (rpc_server_start(): the listeners,
- * the rights, the TLS paths, the hub's limits), so a change waits for a restart. The TLS files
- * themselves are read again from the running paths on every SIGHUP (rpc_server_reload_tls()).
- */
-const struct key config_server_keys[] = {
-	{ .name = "enabled", .type = KEY_BOOL, .offset = FIELD(server_enabled),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "socket", .type = KEY_PATH, .offset = FIELD(server_socket),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "socket_mode", .type = KEY_MODE, .offset = FIELD(server_socket_mode),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "socket_group", .type = KEY_GROUP, .offset = FIELD(server_socket_group),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "mark_group", .type = KEY_GROUP, .offset = FIELD(server_mark_group),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "tcp", .type = KEY_LISTEN, .offset = FIELD(server_tcp),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "tls_cert", .type = KEY_FILE, .offset = FIELD(server_tls_cert),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "tls_key", .type = KEY_FILE, .offset = FIELD(server_tls_key),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "tls_client_ca", .type = KEY_FILE, .offset = FIELD(server_tls_client_ca),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "insecure", .type = KEY_BOOL, .offset = FIELD(server_insecure),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "mark_clients", .type = KEY_GLOBS, .offset = FIELD(server_mark_clients),
-	  .apply = CONFIG_APPLY_LIVE, .note = "for calls from now on" },
-	{ .name = "ring", .type = KEY_DURATION, .offset = FIELD(server_ring_ms),
-	  .apply = CONFIG_APPLY_RESTART },
-	{ .name = "mark_rate", .type = KEY_UINT, .offset = FIELD(server_mark_rate),
-	  .min = 1, .max = 1000, .apply = CONFIG_APPLY_RESTART },
-	{ .name = "ring_mib", .type = KEY_UINT, .offset = FIELD(server_ring_mib),
-	  .min = 1, .max = 65536, .apply = CONFIG_APPLY_RESTART },
-	{ .name = "mark_bytes", .type = KEY_UINT, .offset = FIELD(server_mark_bytes),
-	  .min = 256, .max = 1048576, .apply = CONFIG_APPLY_RESTART },
-	{ .name = "mark_labels", .type = KEY_UINT, .offset = FIELD(server_mark_labels),
-	  .min = 0, .max = 1024, .apply = CONFIG_APPLY_RESTART },
-	{ .name = "open_phases", .type = KEY_UINT, .offset = FIELD(server_open_phases),
-	  .min = 1, .max = 65536, .apply = CONFIG_APPLY_RESTART },
-	{ .name = "subscribers", .type = KEY_UINT, .offset = FIELD(server_subscribers),
-	  .min = 1, .max = 100000, .apply = CONFIG_APPLY_RESTART },
-	{ .name = "request_bytes", .type = KEY_UINT, .offset = FIELD(server_request_bytes),
-	  .min = 1024, .max = 4194304, .apply = CONFIG_APPLY_RESTART },
-	{ .name = NULL },
-};
+#include "config_keys.h"
 
 /* -------------------------------------------- group names, listen addresses -- */
 
@@ -111,7 +64,7 @@ static int listen_resolve(const char *s, bool *loopback)
 }
 
 /* A group name (checked when the socket is made) or a TCP listen address; "" for none. */
-int config_load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,
+static int load_name(struct loader *ld, const yaml_node_t *n, const char *key, char **out,
 		     bool listen)
 {
 	char buf[48];
@@ -140,6 +93,65 @@ int config_load_name(struct loader *ld, const yaml_node_t *n, const char *key, c
 	}
 	return loader_set_string(out, s);
 }
+
+static int load_group(struct loader *ld, const yaml_node_t *n, const char *key, void *field)
+{
+	return load_name(ld, n, key, field, false);
+}
+
+int config_load_listen(struct loader *ld, const yaml_node_t *n, const char *key, void *field)
+{
+	return load_name(ld, n, key, field, true);
+}
+
+/* --------------------------------------------------------------- the keys -- */
+
+/*
+ * The gRPC server copies every one of these when it starts (rpc_server_start(): the listeners,
+ * the rights, the TLS paths, the hub's limits), so a change waits for a restart. The TLS files
+ * themselves are read again from the running paths on every SIGHUP (rpc_server_reload_tls()).
+ */
+const struct key config_server_keys[] = {
+	{ .name = "enabled", .type = KEY_BOOL, .offset = FIELD(server_enabled),
+	  .apply = CONFIG_APPLY_RESTART },
+	{ .name = "socket", .type = KEY_PATH, .offset = FIELD(server_socket),
+	  .apply = CONFIG_APPLY_RESTART },
+	{ .name = "socket_mode", .type = KEY_MODE, .offset = FIELD(server_socket_mode),
+	  .apply = CONFIG_APPLY_RESTART },
+	{ .name = "socket_group", .type = KEY_STRING, .offset = FIELD(server_socket_group),
+	  .load = load_group, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "mark_group", .type = KEY_STRING, .offset = FIELD(server_mark_group),
+	  .load = load_group, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "tcp", .type = KEY_STRING, .offset = FIELD(server_tcp),
+	  .load = config_load_listen, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "tls_cert", .type = KEY_FILE, .offset = FIELD(server_tls_cert),
+	  .apply = CONFIG_APPLY_RESTART },
+	{ .name = "tls_key", .type = KEY_FILE, .offset = FIELD(server_tls_key),
+	  .apply = CONFIG_APPLY_RESTART },
+	{ .name = "tls_client_ca", .type = KEY_FILE, .offset = FIELD(server_tls_client_ca),
+	  .apply = CONFIG_APPLY_RESTART },
+	{ .name = "insecure", .type = KEY_BOOL, .offset = FIELD(server_insecure),
+	  .apply = CONFIG_APPLY_RESTART },
+	{ .name = "mark_clients", .type = KEY_GLOBS, .offset = FIELD(server_mark_clients),
+	  .apply = CONFIG_APPLY_LIVE, .note = "for calls from now on" },
+	{ .name = "ring", .type = KEY_DURATION, .offset = FIELD(server_ring_ms),
+	  .apply = CONFIG_APPLY_RESTART },
+	{ .name = "mark_rate", .type = KEY_UINT, .offset = FIELD(server_mark_rate),
+	  .min = 1, .max = 1000, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "ring_mib", .type = KEY_UINT, .offset = FIELD(server_ring_mib),
+	  .min = 1, .max = 65536, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "mark_bytes", .type = KEY_UINT, .offset = FIELD(server_mark_bytes),
+	  .min = 256, .max = 1048576, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "mark_labels", .type = KEY_UINT, .offset = FIELD(server_mark_labels),
+	  .min = 0, .max = 1024, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "open_phases", .type = KEY_UINT, .offset = FIELD(server_open_phases),
+	  .min = 1, .max = 65536, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "subscribers", .type = KEY_UINT, .offset = FIELD(server_subscribers),
+	  .min = 1, .max = 100000, .apply = CONFIG_APPLY_RESTART },
+	{ .name = "request_bytes", .type = KEY_UINT, .offset = FIELD(server_request_bytes),
+	  .min = 1024, .max = 4194304, .apply = CONFIG_APPLY_RESTART },
+	{ .name = NULL },
+};
 
 /* ----------------------------------------------------------- serving checks -- */
 

@@ -1,5 +1,5 @@
 /* config_sync.c - the sync.* keys: tracing of sync calls, and the threads reported */
-#include "config_loader.h"
+#include "config_keys.h"
 
 static const struct key threads_keys[] = {
 	{ .name = "include", .type = KEY_GLOBS, .offset = FIELD(thread_include),

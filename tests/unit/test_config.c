@@ -10,6 +10,7 @@
 #include "check_main.h"
 #include "config.h"
 #include "config_apply.h"
+#include "config_keys.h"
 #include "config_loader.h"
 #include "hist_math.h"
 
@@ -746,19 +747,14 @@ static void change_value(struct iop_config *c, const struct key *k)
 	case KEY_BOOL:
 		*(bool *)f = !*(bool *)f;
 		break;
-	case KEY_LOG_LEVEL:
-		*(enum iop_log_level *)f = (*(enum iop_log_level *)f + 1) % 4;
-		break;
-	case KEY_HIST_MODE:
-		*(enum iop_hist_mode *)f = *(enum iop_hist_mode *)f == IOP_HIST_MODE_FULL ?
-			IOP_HIST_MODE_COMPLETION : IOP_HIST_MODE_FULL;
+	case KEY_ENUM:   /* histogram.mode full <-> completion, log.level info <-> debug */
+		*(int *)f ^= 1;
 		break;
 	case KEY_GLOBS:
 		ck_assert_int_eq(iop_strlist_append(f, "changed*"), 0);
 		break;
 	case KEY_PATH:
-	case KEY_GROUP:
-	case KEY_LISTEN:
+	case KEY_STRING:
 	case KEY_FILE:
 		ck_assert_int_eq(loader_set_string(f, "/changed"), 0);
 		break;
@@ -778,6 +774,9 @@ START_TEST(test_every_key_says_how_it_applies)
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_msg(keys[i].k->apply != CONFIG_APPLY_UNSET,
 			      "%s: its table entry does not say how a change applies", keys[i].name);
+		ck_assert_msg(keys[i].k->load || (keys[i].k->type != KEY_STRING &&
+						  keys[i].k->type != KEY_ENUM),
+			      "%s: its table entry gives no loader", keys[i].name);
 		ck_assert_str_eq(list[i].key, keys[i].name);
 		ck_assert_int_eq(list[i].apply, keys[i].k->apply);
 	}
