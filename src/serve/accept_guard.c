@@ -208,7 +208,7 @@ static void warn(struct listener *l, uint64_t now)
 		return;
 	log_warn("%s: %llu connection(s) shut to make room for new ones, %llu past their "
 		 "deadline, %llu refused, %llu closed for lack of descriptors (caps per address "
-		 "and in all: README, Limits)", l->what, l->evicted, l->expired, l->refused,
+		 "and in all: docs/limits.md)", l->what, l->evicted, l->expired, l->refused,
 		 l->shed);
 	l->warned = n;
 	l->last_warn_ns = now;
