@@ -38,7 +38,7 @@ struct hub_sub {
 	struct update_filter f;
 	pb_update *carry;           /* intervals that left the ring before it took them */
 	char *session;              /* holds this session's open phases; NULL for none */
-	char *owner;                /* who holds it (phases_submit_as) */
+	char *owner;                /* who holds it (phases_submit) */
 	char *reader;               /* a client without the right to mark: who it is */
 	struct hub_sub *prev, *next;
 };
@@ -416,12 +416,6 @@ static int check_devices(struct hub *h, char **names, size_t n, char *err, size_
 	return 0;
 }
 
-int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub **out,
-		  char *err, size_t errlen)
-{
-	return hub_subscribe_as(h, req, len, "", NULL, out, err, errlen);
-}
-
 /* Streams held by clients without the right to mark, in all and by reader (lock held). */
 static unsigned int readers(const struct hub *h, const char *reader)
 {
@@ -474,8 +468,8 @@ static void sub_freep(struct hub_sub **s)
 		sub_free(*s);
 }
 
-int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *owner,
-		     const char *peer, struct hub_sub **out, char *err, size_t errlen)
+int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, const char *owner,
+		  const char *peer, struct hub_sub **out, char *err, size_t errlen)
 {
 	Iopulse__V1__SubscribeRequest *q __attribute__((cleanup(subscribe_request_freep))) =
 		iopulse__v1__subscribe_request__unpack(NULL, len, req);

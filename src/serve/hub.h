@@ -42,15 +42,13 @@ void hub_last_fanout(struct hub *h, uint64_t *ns, unsigned int *n);
 
 /* ---- the server's side; requests are packed protobuf. -EINVAL: err says what is wrong ---- */
 
-int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, struct hub_sub **out,
-		  char *err, size_t errlen);
-/* The same for a client known by owner (see phases_submit_as; hub_subscribe is owner ""), or
- * NULL for a client without the right to mark: holding a session needs that right (-EPERM).
- * A client without it, known as peer (its uid, certificate name or address: rpc_rights_owner),
- * holds at most a quarter of server.subscribers, and the last eighth are kept for clients
- * with it (-EBUSY, err says which bound). */
-int hub_subscribe_as(struct hub *h, const uint8_t *req, size_t len, const char *owner,
-		     const char *peer, struct hub_sub **out, char *err, size_t errlen);
+/* A client's SubscribeRequest (packed): *out is its new subscriber. The client is known by
+ * owner (as in phases_submit), or NULL for a client without the right to mark: holding a
+ * session needs that right (-EPERM). A client without it, known as peer (its uid, certificate
+ * name or address: rpc_rights_owner), holds at most a quarter of server.subscribers, and the
+ * last eighth are kept for clients with it (-EBUSY, err says which bound). */
+int hub_subscribe(struct hub *h, const uint8_t *req, size_t len, const char *owner,
+		  const char *peer, struct hub_sub **out, char *err, size_t errlen);
 void hub_unsubscribe(struct hub *h, struct hub_sub *s);
 /* The subscriber's next Update, or NULL when nothing is due yet. A subscriber that fell
  * behind gets what it missed merged into one Update, up to the next phase edge: an Update

@@ -33,7 +33,7 @@ struct queue {
 
 struct open_phase {
 	pb_mark *begin;             /* own copy, stamped once its edge is taken */
-	char owner[PHASES_OWNER_MAX];   /* who opened it (phases_submit_as) */
+	char owner[PHASES_OWNER_MAX];   /* who opened it (phases_submit) */
 };
 
 struct reply {
@@ -345,14 +345,8 @@ static int add_mark(struct phases *p, pb_mark *pm, ssize_t closes, bool reply,
 	return 0;
 }
 
-int phases_submit(struct phases *p, const uint8_t *req, size_t len, uint64_t *id,
-		  char *err, size_t errlen)
-{
-	return phases_submit_as(p, req, len, "", id, err, errlen);
-}
-
-int phases_submit_as(struct phases *p, const uint8_t *req, size_t len, const char *owner,
-		     uint64_t *id, char *err, size_t errlen)
+int phases_submit(struct phases *p, const uint8_t *req, size_t len, const char *owner,
+		  uint64_t *id, char *err, size_t errlen)
 {
 	Iopulse__V1__MarkPhaseRequest *q;
 	ssize_t closes = -1;

@@ -26,19 +26,16 @@ int phases_fd(const struct phases *p);
 void phases_drain_fd(struct phases *p);
 
 /*
- * A client's MarkPhaseRequest (packed). On success *id is the mark's id, the ticket for
- * phases_reply. -EINVAL (bad request), -ENOENT (an end for no open phase), -EBUSY (over a
- * limit: err names its config key), -ENOMEM; err says which.
+ * A MarkPhaseRequest (packed) from the client known by owner (at most PHASES_OWNER_MAX - 1
+ * bytes). On success *id is the mark's id, the ticket for phases_reply. -EINVAL (bad
+ * request), -ENOENT (an end for no open phase), -EPERM (an end of a phase another owner
+ * opened in a session), -EBUSY (over a limit: err names its config key), -ENOMEM; err says
+ * which.
+ *
+ * A phase opened in a session belongs to its opener, so an end from another owner is refused.
  */
-int phases_submit(struct phases *p, const uint8_t *req, size_t len, uint64_t *id,
-		  char *err, size_t errlen);
-/*
- * The same for a client known by owner (at most PHASES_OWNER_MAX - 1 bytes; phases_submit is
- * owner ""): a phase opened in a session belongs to its opener, and an end from another
- * owner is refused with -EPERM.
- */
-int phases_submit_as(struct phases *p, const uint8_t *req, size_t len, const char *owner,
-		     uint64_t *id, char *err, size_t errlen);
+int phases_submit(struct phases *p, const uint8_t *req, size_t len, const char *owner,
+		  uint64_t *id, char *err, size_t errlen);
 #define PHASES_OWNER_MAX 160
 
 /* The last stream of owner's session ended: the open phases it opened in that session end,

@@ -19,8 +19,8 @@ int rpc_stream_open(struct rpc_streams *ss, struct rpc_stream *st, const uint8_t
 		    size_t len, const char *owner, const char *peer, bool stopping, char *err,
 		    size_t errlen)
 {
-	int r = stopping ? -EAGAIN : hub_subscribe_as(ss->hub, req, len, owner, peer, &st->sub,
-						      err, errlen);
+	int r = stopping ? -EAGAIN : hub_subscribe(ss->hub, req, len, owner, peer, &st->sub,
+						   err, errlen);
 
 	if (r) {
 		if (!err[0])

@@ -37,7 +37,7 @@ void rpc_streams_init(struct rpc_streams *ss, struct hub *hub);
 
 /*
  * Subscribe st with the packed request req for owner (NULL: a client without the right to
- * mark, known as peer: hub_subscribe_as); stopping: the server stops. 0: st is a stream and a replay may be due at once; else
+ * mark, known as peer: hub_subscribe); stopping: the server stops. 0: st is a stream and a replay may be due at once; else
  * -errno, st closed and err (empty on entry) says why.
  */
 int rpc_stream_open(struct rpc_streams *ss, struct rpc_stream *st, const uint8_t *req,

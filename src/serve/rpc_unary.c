@@ -108,8 +108,8 @@ int rpc_unary_info(struct hub *hub, const uint8_t *req, size_t len, const char *
 int rpc_unary_mark(struct hub *hub, bool stopping, const uint8_t *req, size_t len,
 		   const char *owner, uint64_t *id, char *err, size_t errlen)
 {
-	int r = stopping ? -EAGAIN : phases_submit_as(hub_phases(hub), req, len, owner, id, err,
-						      errlen);
+	int r = stopping ? -EAGAIN : phases_submit(hub_phases(hub), req, len, owner, id, err,
+						   errlen);
 
 	if (r == -EAGAIN)
 		snprintf(err, errlen, "iopulsed is shutting down");

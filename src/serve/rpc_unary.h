@@ -25,7 +25,7 @@ int rpc_unary_info(struct hub *hub, const uint8_t *req, size_t len, const char *
 void rpc_unary_forget(void);
 
 /*
- * A MarkPhase from owner (phases_submit_as), the right to mark already checked; stopping: the
+ * A MarkPhase from owner (phases_submit), the right to mark already checked; stopping: the
  * server stops. 0 and *id: the answer waits for the mark's interval edge (rpc_unary_mark_reply).
  */
 int rpc_unary_mark(struct hub *hub, bool stopping, const uint8_t *req, size_t len,

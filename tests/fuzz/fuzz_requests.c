@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	switch (data[0] % 3) {
 	case 0:
-		if (!phases_submit(hub_phases(hub), data + 1, size - 1, &id, err, sizeof(err))) {
+		if (!phases_submit(hub_phases(hub), data + 1, size - 1, "", &id, err, sizeof(err))) {
 			phases_cut(hub_phases(hub));
 			publish(seq++);             /* the mark's edge; its reply becomes ready */
 			if (phases_reply(hub_phases(hub), id, &m) == 1)
@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	case 1:
-		if (!hub_subscribe(hub, data + 1, size - 1, &sub, err, sizeof(err))) {
+		if (!hub_subscribe(hub, data + 1, size - 1, "", NULL, &sub, err, sizeof(err))) {
 			while ((m = hub_next(hub, sub)))
 				hub_msg_unref(m);
 			hub_unsubscribe(hub, sub);

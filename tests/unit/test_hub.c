@@ -191,8 +191,8 @@ START_TEST(test_slow_subscriber_loses_nothing)
 	interval(&iv, 1);
 	ck_assert_int_eq(hub_publish(h, &iv), 0);
 	req = subscribe_req(1, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &fast, err, sizeof(err)), 0);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &slow, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &fast, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &slow, err, sizeof(err)), 0);
 	free(req);
 	ck_assert_ptr_null(hub_next(h, fast));               /* starts with the next interval */
 	for (seq = 2; seq <= 9; seq++) {
@@ -241,23 +241,24 @@ START_TEST(test_bad_requests)
 	interval(&iv, 1);
 	ck_assert_int_eq(hub_publish(h, &iv), 0);
 	req = subscribe_req(0, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "interval_multiple 0"));
 	free(req);
 	q.interval_multiple = 1;
 	q.replay_seconds = 601;
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "replay_seconds 601"));
 	free(req);
 	q.replay_seconds = 0;
 	q.n_devices = 1;
 	q.devices = names;
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &s, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &s, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "unknown device 'nvme9n9'"));
 	free(req);
-	ck_assert_int_eq(hub_subscribe(h, (const uint8_t *)"\xff\xff", 2, &s, err, sizeof(err)),
+	ck_assert_int_eq(hub_subscribe(h, (const uint8_t *)"\xff\xff", 2, "", NULL, &s, err,
+				       sizeof(err)),
 			 -EINVAL);
 	hub_free(h);
 }
@@ -283,17 +284,17 @@ START_TEST(test_marks_sit_on_the_edge_they_made)
 	ck_assert_int_eq(hub_new(&h, 1000, 10000, lim(1000)), 0);
 	q.name = "fill";
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id1, err, sizeof(err)), 0);
+	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, "", &id1, err, sizeof(err)), 0);
 	free(req);
 	q.end = 1;
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id2, err, sizeof(err)), 0);
+	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, "", &id2, err, sizeof(err)), 0);
 	ck_assert_int_eq(phases_reply(hub_phases(h), id2, &m), 0);        /* waits for an edge */
 	phases_cut(hub_phases(h));
 	q.end = 0;
 	free(req);
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id3, err, sizeof(err)), 0);
+	ck_assert_int_eq(phases_submit(hub_phases(h), req, len, "", &id3, err, sizeof(err)), 0);
 	free(req);
 	interval(&iv, 1);
 	ck_assert_int_eq(hub_publish(h, &iv), 0);
@@ -342,7 +343,7 @@ START_TEST(test_marks_sit_on_the_edge_they_made)
 		sq.replay_seconds = 9;
 		req = pb_pack_alloc(&sq.base, &len);
 	}
-	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &sub, err, sizeof(err)), 0);
 	free(req);
 	m = hub_next(h, sub);            /* interval 2 ends at the mark made before the loop */
 	u = unpack(m);
@@ -406,13 +407,13 @@ START_TEST(test_replay_keeps_the_resolution)
 	q.replay_seconds = 30;
 	q.interval_multiple = 1;
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &one, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &one, err, sizeof(err)), 0);
 	free(req);
 	q.interval_multiple = 2;
 	q.devices = only;
 	q.n_devices = 1;
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &two, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &two, err, sizeof(err)), 0);
 	free(req);
 	for (seq = 1; seq <= 10; seq++) {
 		m = hub_next(h, one);
@@ -472,16 +473,16 @@ START_TEST(test_merges_stop_at_phase_edges)
 
 	ck_assert_int_eq(hub_new(&h, 1000, 60000, lim(20)), 0);
 	req = subscribe_req(1, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &sub, err, sizeof(err)), 0);
 	free(req);
 	req = subscribe_req(10, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &ten, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &ten, err, sizeof(err)), 0);
 	free(req);
 	q.name = "edge";
 	req = pb_pack_alloc(&q.base, &len);
 	for (seq = 1; seq <= 3; seq++) {
 		if (seq == 2) {
-			ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id, err,
+			ck_assert_int_eq(phases_submit(hub_phases(h), req, len, "", &id, err,
 						       sizeof(err)), 0);
 			phases_cut(hub_phases(h));
 		}
@@ -533,7 +534,7 @@ START_TEST(test_precision_change_is_not_merged)
 
 	ck_assert_int_eq(hub_new(&h, 1000, 60000, lim(20)), 0);
 	req = subscribe_req(1, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &sub, err, sizeof(err)), 0);
 	free(req);
 	for (seq = 1; seq <= 3; seq++) {
 		interval(&iv, seq);
@@ -590,9 +591,9 @@ START_TEST(test_snapshot_counts_marks_and_subscribers_are_bounded)
 	l.subscribers = 2;
 	ck_assert_int_eq(hub_new(&h, 1000, 600000, &l), 0);
 	sreq = subscribe_req(1, &slen);
-	ck_assert_int_eq(hub_subscribe(h, sreq, slen, &subs[0], err, sizeof(err)), 0);
-	ck_assert_int_eq(hub_subscribe(h, sreq, slen, &subs[1], err, sizeof(err)), 0);
-	ck_assert_int_eq(hub_subscribe(h, sreq, slen, &subs[2], err, sizeof(err)), -EBUSY);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, "", NULL, &subs[0], err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, "", NULL, &subs[1], err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, "", NULL, &subs[2], err, sizeof(err)), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(err, "2 streams are open, the most allowed "
 				      "(server.subscribers)"));
 	hub_unsubscribe(h, subs[1]);
@@ -601,7 +602,7 @@ START_TEST(test_snapshot_counts_marks_and_subscribers_are_bounded)
 		if (seq > 1) {
 			q.end = seq % 2 == 1;   /* begin, end, begin, ... */
 			req = pb_pack_alloc(&q.base, &len);
-			ck_assert_int_eq(phases_submit(hub_phases(h), req, len, &id, err,
+			ck_assert_int_eq(phases_submit(hub_phases(h), req, len, "", &id, err,
 						       sizeof(err)), 0);
 			free(req);
 			phases_cut(hub_phases(h));
@@ -626,7 +627,7 @@ START_TEST(test_snapshot_counts_marks_and_subscribers_are_bounded)
 	update_free(u);
 	ck_assert_uint_lt(m->len, 2048);
 	hub_msg_unref(m);
-	ck_assert_int_eq(hub_subscribe(h, sreq, slen, &subs[1], err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, "", NULL, &subs[1], err, sizeof(err)), 0);
 	ck_assert_uint_gt(hub_ring_bytes(h), 0);
 	ck_assert_uint_le(hub_ring_bytes(h), 1u << 20);
 	for (i = 0; i < 2; i++)
@@ -652,34 +653,34 @@ START_TEST(test_readers_cannot_take_every_stream)
 	ck_assert_int_eq(hub_new(&h, 1000, 600000, &l), 0);
 	sreq = subscribe_req(1, &slen);
 	for (i = 0; i < 4; i++)
-		ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, "uid:65534", &subs[n++],
-						  err, sizeof(err)), 0);
-	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, "uid:65534", &subs[n], err,
-					  sizeof(err)), -EBUSY);
+		ck_assert_int_eq(hub_subscribe(h, sreq, slen, NULL, "uid:65534", &subs[n++],
+					       err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, NULL, "uid:65534", &subs[n], err,
+				       sizeof(err)), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(err, "uid:65534 holds 4 streams"));
 	for (i = 0; i < 10; i++) {        /* other readers: up to 14 of 16 */
 		char who[16];
 
 		snprintf(who, sizeof(who), "uid:%d", 1000 + i / 4);
-		ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, who, &subs[n++], err,
-						  sizeof(err)), 0);
+		ck_assert_int_eq(hub_subscribe(h, sreq, slen, NULL, who, &subs[n++], err,
+					       sizeof(err)), 0);
 	}
-	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, "uid:2000", &subs[n], err,
-					  sizeof(err)), -EBUSY);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, NULL, "uid:2000", &subs[n], err,
+				       sizeof(err)), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(err, "are kept for clients with it"));
 	/* a client that may mark gets the last two, then nobody */
-	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, "uid:0", "uid:0", &subs[n++], err,
-					  sizeof(err)), 0);
-	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, "uid:0", "uid:0", &subs[n++], err,
-					  sizeof(err)), 0);
-	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, "uid:0", "uid:0", &subs[n], err,
-					  sizeof(err)), -EBUSY);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, "uid:0", "uid:0", &subs[n++], err,
+				       sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, "uid:0", "uid:0", &subs[n++], err,
+				       sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, "uid:0", "uid:0", &subs[n], err,
+				       sizeof(err)), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(err, "the most allowed (server.subscribers)"));
 	/* a reader's stream gone: that reader may open one again */
 	hub_unsubscribe(h, subs[0]);
 	subs[0] = NULL;
-	ck_assert_int_eq(hub_subscribe_as(h, sreq, slen, NULL, "uid:65534", &subs[0], err,
-					  sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, sreq, slen, NULL, "uid:65534", &subs[0], err,
+				       sizeof(err)), 0);
 	for (i = 0; i < n; i++)
 		hub_unsubscribe(h, subs[i]);
 	free(sreq);
@@ -707,7 +708,7 @@ START_TEST(test_long_session_is_refused_without_holding_the_lock)
 	q.session = session;
 	ck_assert_int_eq(hub_new(&h, 1000, 60000, lim(20)), 0);
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &sub, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "session must be at most 64 characters"));
 	free(req);
 	interval(&iv, 1);
@@ -737,7 +738,7 @@ START_TEST(test_ring_is_bounded_in_bytes)
 	l.ring_mib = 1;
 	ck_assert_int_eq(hub_new(&h, 1000, 100000000ull, &l), 0);   /* time is no limit here */
 	req = subscribe_req(1, &len);
-	ck_assert_int_eq(hub_subscribe(h, req, len, &sub, err, sizeof(err)), 0);
+	ck_assert_int_eq(hub_subscribe(h, req, len, "", NULL, &sub, err, sizeof(err)), 0);
 	free(req);
 	for (seq = 1; seq <= 10; seq++) {
 		interval(&iv, seq);

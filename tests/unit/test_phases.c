@@ -29,7 +29,7 @@ static int mark_as(const char *owner, const char *name, bool end, uint64_t phase
 	req = pb_pack_alloc(&q.base, &len);
 	ck_assert_ptr_nonnull(req);
 	err[0] = 0;
-	r = phases_submit_as(p, req, len, owner, id ? id : &dummy, err, sizeof(err));
+	r = phases_submit(p, req, len, owner, id ? id : &dummy, err, sizeof(err));
 	free(req);
 	return r;
 }
@@ -236,7 +236,7 @@ START_TEST(test_rate_limit)
 	q.name = "x";
 	req = pb_pack_alloc(&q.base, &len);
 	for (i = 0; i < 30; i++) {
-		r = phases_submit(slow, req, len, &id, err, sizeof(err));
+		r = phases_submit(slow, req, len, "", &id, err, sizeof(err));
 		ck_assert(r == 0 || r == -EBUSY);
 		ok += r == 0;
 	}
@@ -270,7 +270,7 @@ START_TEST(test_size_label_and_open_limits)
 	q.name = "x";
 	q.session = big;   /* too long a session, but the size is checked first */
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), -EBUSY);
+	ck_assert_int_eq(phases_submit(small, req, len, "", &id, err, sizeof(err)), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(err, "at most 512 (server.mark_bytes)"));
 	free(req);
 	q.session = "";
@@ -283,14 +283,14 @@ START_TEST(test_size_label_and_open_limits)
 	q.labels = ep;
 	q.n_labels = 4;
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), -EBUSY);
+	ck_assert_int_eq(phases_submit(small, req, len, "", &id, err, sizeof(err)), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(err, "4 labels: at most 3 per mark (server.mark_labels)"));
 	free(req);
 	q.n_labels = 3;
 	req = pb_pack_alloc(&q.base, &len);
-	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), 0);
-	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), 0);
-	ck_assert_int_eq(phases_submit(small, req, len, &id, err, sizeof(err)), -EBUSY);
+	ck_assert_int_eq(phases_submit(small, req, len, "", &id, err, sizeof(err)), 0);
+	ck_assert_int_eq(phases_submit(small, req, len, "", &id, err, sizeof(err)), 0);
+	ck_assert_int_eq(phases_submit(small, req, len, "", &id, err, sizeof(err)), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(err, "2 phases are open already, the most allowed "
 				      "(server.open_phases)"));
 	free(req);
