@@ -32,6 +32,14 @@ const volatile bool bio_records = true;
 const volatile bool sync_on = true;
 /* Request records kept (false in the completion-only mode: its one program keeps none). */
 const volatile bool rq_records = true;
+/*
+ * Spare programs after the first on block_rq_issue, and on block_bio_queue and block_split,
+ * where tracepoint programs run preemptible (compat.bpf.h 10): 0 (none), 1 or 2 each. The
+ * bio chains keep marks in task storage (spare_marks), so they have spares only where the
+ * kernel has it.
+ */
+const volatile unsigned int rq_spares = 0;
+const volatile unsigned int bio_spares = 0;
 
 /* ---- maps ---- */
 
@@ -102,6 +110,23 @@ struct {
 	__type(key, int);
 	__type(value, struct sync_start);
 } sync_start SEC(".maps");
+
+/*
+ * The bio event a program of the block_bio_queue chain, and of the block_split chain, last
+ * handled in this task (bio keys, 0: none; rq_logic.h iop_mark_done). Created only with
+ * bio_spares.
+ */
+struct spare_mark {
+	u64 bio;
+	u64 split;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct spare_mark);
+} spare_marks SEC(".maps");
 
 /*
  * Per (tgid, tid, dev): struct iop_sync_val then the latency buckets; value size set at load.
@@ -458,6 +483,52 @@ static __always_inline int on_bio_split(u64 split, u64 split_sector, u64 parent,
 	return 0;
 }
 
+/*
+ * The program at pos (0 the first, 1.. the spares) of a bio chain (compat.bpf.h 10): the
+ * event's mark in this task (rq_logic.h iop_mark_done), or NULL where the chain has no spares
+ * or the task has no storage (then every program handles the event).
+ */
+static __always_inline struct spare_mark *mark_of_task(const int pos)
+{
+	if (!bio_spares)
+		return 0;
+	return bpf_task_storage_get(&spare_marks, bpf_get_current_task_btf(), 0,
+				    pos ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+static __always_inline int bio_queue_at(u64 bio, u32 opf, u64 sector, const int pos)
+{
+	struct spare_mark *m = mark_of_task(pos);
+	u64 key = bio_key(bio, sector);
+	bool done = iop_mark_done(pos, m != 0, m ? m->bio : 0, key);
+
+	if (!done) {
+		on_bio_queue(bio, opf, sector);
+		if (pos)
+			global_inc(IOP_G_SPARE_BIO);
+	}
+	if (m)
+		m->bio = iop_mark_after(pos, bio_spares, key);
+	return 0;
+}
+
+static __always_inline int bio_split_at(u64 split, u64 split_sector, u64 parent,
+					u64 parent_sector, const int pos)
+{
+	struct spare_mark *m = mark_of_task(pos);
+	u64 key = bio_key(split, split_sector);
+	bool done = iop_mark_done(pos, m != 0, m ? m->split : 0, key);
+
+	if (!done) {
+		on_bio_split(split, split_sector, parent, parent_sector);
+		if (pos)
+			global_inc(IOP_G_SPARE_SPLIT);
+	}
+	if (m)
+		m->split = iop_mark_after(pos, bio_spares, key);
+	return 0;
+}
+
 /* Takes the submission record of bio starting at sector (0 q_ns if none). */
 static __always_inline u64 take_bio(u64 bio, u64 sector, u32 *opf)
 {
@@ -487,7 +558,8 @@ static __always_inline struct iop_rq_rec *find_rq(u64 rq)
 	return 0;
 }
 
-static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue)
+/* count_full: count a full set in IOP_G_INFLIGHT_FULL (not in a spare: on_rq_issue) */
+static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue, const bool count_full)
 {
 	struct iop_rq_set *set;
 	u32 idx = rec_set(rq);
@@ -509,7 +581,8 @@ static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue)
 			return &set->w[i];
 	}
 	/* full: what the set holds stays (the oldest are the slow IOs of the tail) */
-	global_inc(IOP_G_INFLIGHT_FULL);
+	if (count_full)
+		global_inc(IOP_G_INFLIGHT_FULL);
 	return 0;
 }
 
@@ -554,10 +627,23 @@ static __always_inline void count_unseen(struct iop_rq_rec *r)
 }
 
 /*
- * spare: the second program on the tracepoint (compat.bpf.h 10), which records only the
- * dispatches the first one missed (rq_logic.h iop_spare_dispatch_done).
+ * Whether a program before this spare recorded the dispatch of request rq, which holds the IO
+ * set up at start_ns starting at sector (rq_logic.h iop_spare_dispatch_done). Asked before
+ * the rest of the request is read: that is all a spare does for a dispatch already recorded.
  */
-static __always_inline int on_rq_issue(struct rq_view *v, const bool spare)
+static __always_inline bool rq_spare_done(u64 rq, u64 start_ns, u64 sector)
+{
+	struct iop_rq_rec *r = find_rq(rq);
+
+	return r && iop_spare_dispatch_done(1, *(volatile u64 *)&r->d_ns != 0, r->requeued,
+					    r->fp, iop_rq_fingerprint(start_ns, sector));
+}
+
+/*
+ * pos: 0 the first program on the tracepoint, 1.. a spare after it (compat.bpf.h 10), called
+ * only for the dispatches the ones before it did not record (rq_spare_done).
+ */
+static __always_inline int on_rq_issue(struct rq_view *v, const int pos)
 {
 	struct iop_rq_rec *r;
 	u64 now = bpf_ktime_get_ns(), end, prev, q = 0;
@@ -570,16 +656,19 @@ static __always_inline int on_rq_issue(struct rq_view *v, const bool spare)
 	if (grp < 0)
 		return 0;     /* passthrough the kernel does not count: not IO in diskstats */
 	fp = iop_rq_fingerprint(v->start_ns, v->sector);
-	if (spare) {
-		r = find_rq(v->rq);
-		if (r && iop_spare_dispatch_done(1, *(volatile u64 *)&r->d_ns != 0, r->requeued,
-						 r->fp, fp))
+	r = claim_rq(v->rq, &reissue, !pos);
+	if (pos) {
+		/*
+		 * A full set: if the first program ran, it found it full too and counted it (and
+		 * took the bio's record); if not, the chain lost the dispatch (iop_chain_lost).
+		 */
+		if (!r)
 			return 0;
+		global_inc(IOP_G_SPARE_RQ);   /* rq_spare_done found it not recorded */
 	}
 	bio_q = bio_records && v->bio && !v->pt_accounted;
 	if (bio_q)
 		q = take_bio(v->bio, v->sector, &opf);
-	r = claim_rq(v->rq, &reissue);
 	if (r && reissue) {
 		if (iop_redispatch_kind(r->requeued, r->fp, fp) == IOP_RD_LOST)
 			count_unseen(r);
@@ -868,44 +957,91 @@ static __always_inline int on_rq_complete_only(struct request *rq, struct rq_vie
 }
 
 /* tp_btf entry points: ctx holds the tracepoint arguments as trusted pointers. */
-SEC("tp_btf/block_bio_queue")
-int iop_bio_queue(u64 *ctx)
+static __always_inline int bio_queue_btf(u64 *ctx, const int pos)
 {
 	struct bio *bio = (struct bio *)tp_arg01(ctx, bio_queue_arg);
 
-	return on_bio_queue((u64)bio, bio->bi_opf, bio->bi_iter.bi_sector);
+	return bio_queue_at((u64)bio, bio->bi_opf, bio->bi_iter.bi_sector, pos);
+}
+
+SEC("tp_btf/block_bio_queue")
+int iop_bio_queue(u64 *ctx)
+{
+	return bio_queue_btf(ctx, 0);
+}
+
+/*
+ * Spares, attached after the first program where tracepoint programs run preemptible
+ * (compat.bpf.h 10), in the order declared (probes.c attach_in_order).
+ */
+SEC("tp_btf/block_bio_queue")
+int iop_bio_queue_spare(u64 *ctx)
+{
+	return bio_queue_btf(ctx, 1);
+}
+
+SEC("tp_btf/block_bio_queue")
+int iop_bio_queue_spare2(u64 *ctx)
+{
+	return bio_queue_btf(ctx, 2);
 }
 
 /* The parent is read through bpf_probe_read_kernel: bi_private is a plain pointer. */
-SEC("tp_btf/block_split")
-int iop_bio_split(u64 *ctx)
+static __always_inline int bio_split_btf(u64 *ctx, const int pos)
 {
 	struct bio *split = (struct bio *)tp_arg01(ctx, split_arg);
 	struct bio *parent = split->bi_private;
 
-	return on_bio_split((u64)split, split->bi_iter.bi_sector, (u64)parent,
-			    BPF_CORE_READ(parent, bi_iter.bi_sector));
+	return bio_split_at((u64)split, split->bi_iter.bi_sector, (u64)parent,
+			    BPF_CORE_READ(parent, bi_iter.bi_sector), pos);
+}
+
+SEC("tp_btf/block_split")
+int iop_bio_split(u64 *ctx)
+{
+	return bio_split_btf(ctx, 0);
+}
+
+SEC("tp_btf/block_split")
+int iop_bio_split_spare(u64 *ctx)
+{
+	return bio_split_btf(ctx, 1);
+}
+
+SEC("tp_btf/block_split")
+int iop_bio_split_spare2(u64 *ctx)
+{
+	return bio_split_btf(ctx, 2);
+}
+
+static __always_inline int rq_issue_btf(u64 *ctx, const int pos)
+{
+	u64 rq = tp_arg01(ctx, rq_issue_arg);
+	struct request *req = (struct request *)rq;
+	struct rq_view v;
+
+	if (pos && rq_spare_done(rq, req->start_time_ns, req->__sector))
+		return 0;
+	rq_read_btf(req, rq, &v);
+	return on_rq_issue(&v, pos);
 }
 
 SEC("tp_btf/block_rq_issue")
 int iop_rq_issue(u64 *ctx)
 {
-	u64 rq = tp_arg01(ctx, rq_issue_arg);
-	struct rq_view v;
-
-	rq_read_btf((struct request *)rq, rq, &v);
-	return on_rq_issue(&v, false);
+	return rq_issue_btf(ctx, 0);
 }
 
-/* Attached after iop_rq_issue where tracepoint programs run preemptible (compat.bpf.h 10). */
 SEC("tp_btf/block_rq_issue")
 int iop_rq_issue_spare(u64 *ctx)
 {
-	u64 rq = tp_arg01(ctx, rq_issue_arg);
-	struct rq_view v;
+	return rq_issue_btf(ctx, 1);
+}
 
-	rq_read_btf((struct request *)rq, rq, &v);
-	return on_rq_issue(&v, true);
+SEC("tp_btf/block_rq_issue")
+int iop_rq_issue_spare2(u64 *ctx)
+{
+	return rq_issue_btf(ctx, 2);
 }
 
 SEC("tp_btf/block_rq_complete")
@@ -939,41 +1075,87 @@ int iop_compl(u64 *ctx)
 }
 
 /* raw_tp fallbacks with the same bodies, for kernels without tp_btf. */
-SEC("raw_tp/block_bio_queue")
-int iop_bio_queue_raw(struct bpf_raw_tracepoint_args *ctx)
+static __always_inline int bio_queue_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
 {
 	struct bio *bio = (struct bio *)tp_arg01(ctx->args, bio_queue_arg);
 
-	return on_bio_queue((u64)bio, BPF_CORE_READ(bio, bi_opf),
-			    BPF_CORE_READ(bio, bi_iter.bi_sector));
+	return bio_queue_at((u64)bio, BPF_CORE_READ(bio, bi_opf),
+			    BPF_CORE_READ(bio, bi_iter.bi_sector), pos);
+}
+
+SEC("raw_tp/block_bio_queue")
+int iop_bio_queue_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return bio_queue_core(ctx, 0);
+}
+
+SEC("raw_tp/block_bio_queue")
+int iop_bio_queue_spare_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return bio_queue_core(ctx, 1);
+}
+
+SEC("raw_tp/block_bio_queue")
+int iop_bio_queue_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return bio_queue_core(ctx, 2);
+}
+
+static __always_inline int bio_split_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
+{
+	struct bio *split = (struct bio *)tp_arg01(ctx->args, split_arg);
+	struct bio *parent = BPF_CORE_READ(split, bi_private);
+
+	return bio_split_at((u64)split, BPF_CORE_READ(split, bi_iter.bi_sector), (u64)parent,
+			    BPF_CORE_READ(parent, bi_iter.bi_sector), pos);
 }
 
 SEC("raw_tp/block_split")
 int iop_bio_split_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct bio *split = (struct bio *)tp_arg01(ctx->args, split_arg);
-	struct bio *parent = BPF_CORE_READ(split, bi_private);
+	return bio_split_core(ctx, 0);
+}
 
-	return on_bio_split((u64)split, BPF_CORE_READ(split, bi_iter.bi_sector), (u64)parent,
-			    BPF_CORE_READ(parent, bi_iter.bi_sector));
+SEC("raw_tp/block_split")
+int iop_bio_split_spare_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return bio_split_core(ctx, 1);
+}
+
+SEC("raw_tp/block_split")
+int iop_bio_split_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return bio_split_core(ctx, 2);
+}
+
+static __always_inline int rq_issue_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
+{
+	struct request *req = (struct request *)tp_arg01(ctx->args, rq_issue_arg);
+	struct rq_view v;
+
+	if (pos && rq_spare_done((u64)req, BPF_CORE_READ(req, start_time_ns),
+				 BPF_CORE_READ(req, __sector)))
+		return 0;
+	rq_read_core(req, &v);
+	return on_rq_issue(&v, pos);
 }
 
 SEC("raw_tp/block_rq_issue")
 int iop_rq_issue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct rq_view v;
-
-	rq_read_core((struct request *)tp_arg01(ctx->args, rq_issue_arg), &v);
-	return on_rq_issue(&v, false);
+	return rq_issue_core(ctx, 0);
 }
 
 SEC("raw_tp/block_rq_issue")
 int iop_rq_issue_spare_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct rq_view v;
+	return rq_issue_core(ctx, 1);
+}
 
-	rq_read_core((struct request *)tp_arg01(ctx->args, rq_issue_arg), &v);
-	return on_rq_issue(&v, true);
+SEC("raw_tp/block_rq_issue")
+int iop_rq_issue_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_issue_core(ctx, 2);
 }
 
 SEC("raw_tp/block_rq_complete")

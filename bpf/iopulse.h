@@ -57,7 +57,15 @@ enum iop_global_id {
 	                           * entry being removed at that moment) */
 	IOP_G_NO_BIO_TS = 4,      /* dispatches whose first bio had no submission record */
 	IOP_G_BIO_EVICT = 5,      /* bio records taken over (mostly bios merged into a request) */
-	IOP_G_MAX = 8,
+	/*
+	 * Events the first program of a chain missed and a spare handled, where spares run
+	 * (compat.bpf.h 10): dispatches, bio submissions, splits. What was lost is the first
+	 * program's recursion_misses less these (probes.c, rq_logic.h iop_chain_lost).
+	 */
+	IOP_G_SPARE_RQ = 6,
+	IOP_G_SPARE_BIO = 7,
+	IOP_G_SPARE_SPLIT = 8,
+	IOP_G_MAX = 16,
 };
 
 enum iop_sync_kind {

@@ -153,18 +153,64 @@ static inline enum iop_redispatch iop_redispatch_kind(int requeued, unsigned lon
 }
 
 /*
- * Where a dispatch program may miss events (compat.bpf.h 10), a second one runs after it on
- * the same tracepoint and does the same work only for the dispatches the first missed. The
- * first leaves behind a published record of this IO (same fingerprint, no requeue since):
- * then the spare has nothing to do. Anything else (no record, a record of another IO, or of
- * this IO before a requeue) is a dispatch the first did not see. The one case taken wrongly
- * for done: the first misses the re-dispatch of an IO whose requeue event was missed as
- * well; that IO keeps its first dispatch time (its service time then includes the wait).
+ * Where a dispatch program may miss events (compat.bpf.h 10), spares run after it on the
+ * same tracepoint and do the same work only for the dispatches the programs before them
+ * missed. A program that recorded the dispatch leaves a published record of this IO (same
+ * fingerprint, no requeue since): then a spare has nothing to do. Anything else (no record,
+ * a record of another IO, or of this IO before a requeue) is a dispatch not yet recorded,
+ * or one whose record set was full (a spare that finds it full too leaves it uncounted: the
+ * first program counted it). The one case taken wrongly for done: the first misses the
+ * re-dispatch of an IO whose requeue event was missed as well; that IO keeps its first
+ * dispatch time (its service time then includes the wait).
  */
 static inline int iop_spare_dispatch_done(int has_record, int published, int requeued,
 					  unsigned long long old_fp, unsigned long long new_fp)
 {
 	return has_record && published && !requeued && old_fp == new_fp;
+}
+
+/*
+ * A bio event (block_bio_queue, block_split) cannot be told handled from a record: one for the
+ * same bio address and start sector may be left behind by an earlier bio (iop_bio_key), with
+ * its time. The programs of such a chain (the first at pos 0, then spares 1..spares) keep a
+ * mark in the submitting task's storage instead: the program that handles the event leaves
+ * its bio key there, a spare that finds the key of its own event leaves the event alone, and
+ * the last clears the mark (iop_mark_after). The programs of a chain run one after the other
+ * in the task that fired the tracepoint, on one CPU, and other tasks keep marks of their own,
+ * so only an interrupt that fires the same tracepoint between two of them comes in between:
+ * its chain leaves the mark cleared or its own, and the rest of the interrupted chain
+ * handles its event again (the record written twice, a moment apart). A mark left behind
+ * (the last spare skipped) can pass only for the task's next event of the same bio address
+ * and sector, and only if the first program skips that one too.
+ */
+static inline int iop_mark_done(int pos, int has_mark, unsigned long long mark,
+				unsigned long long key)
+{
+	return pos > 0 && has_mark && mark == key;
+}
+
+/* The mark the program at pos leaves after handling, or finding handled, the event of key. */
+static inline unsigned long long iop_mark_after(int pos, int spares, unsigned long long key)
+{
+	return pos >= spares ? 0 : key;
+}
+
+/*
+ * Events of a chain that no program handled, cumulative. An event is lost when every program
+ * of the chain was skipped; each one the first skipped is handled by one spare (counted in
+ * IOP_G_SPARE_*) or lost, so lost = the first program's recursion_misses - made_good. Read
+ * the misses first and made_good after: a miss whose spare is still to run at the first read
+ * is then mostly made good by the second. Never below what was reported before (the daemon
+ * reports deltas), so a miss caught between the two reads stays counted: an upper bound by
+ * at most the events under way at a read.
+ */
+static inline unsigned long long iop_chain_lost(unsigned long long reported,
+						unsigned long long first_missed,
+						unsigned long long made_good)
+{
+	unsigned long long lost = first_missed > made_good ? first_missed - made_good : 0;
+
+	return lost > reported ? lost : reported;
 }
 
 #endif

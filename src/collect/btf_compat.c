@@ -134,6 +134,25 @@ static bool probe_atomics(void)
 	return true;
 }
 
+/* Applies BTF_COMPAT_FORCE_ENV; an unknown name is an error naming it. */
+static int force_features(struct btf_compat *c, char *err, unsigned long errlen)
+{
+	const char *v = getenv(BTF_COMPAT_FORCE_ENV), *p;
+	size_t len;
+
+	for (p = v; p && *p; p += len + (p[len] == ',')) {
+		len = strcspn(p, ",");
+		if (len == 14 && !strncmp(p, "tp_preemptible", len))
+			c->tp_preemptible = true;
+		else if (len) {
+			snprintf(err, errlen, "%s: unknown feature '%.*s' (known: tp_preemptible)",
+				 BTF_COMPAT_FORCE_ENV, (int)len, p);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* Applies BTF_COMPAT_HIDE_ENV; an unknown name is an error naming it. */
 static int hide_features(struct btf_compat *c, char *err, unsigned long errlen)
 {
@@ -200,5 +219,10 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 	c->tp_preemptible = btf_compat_tp_preemptible(btf);
 	c->have_atomics = probe_atomics();
 	btf__free(btf);
-	return hide_features(c, err, errlen);
+	return btf_compat_env(c, err, errlen);
+}
+
+int btf_compat_env(struct btf_compat *c, char *err, unsigned long errlen)
+{
+	return force_features(c, err, errlen) ?: hide_features(c, err, errlen);
 }

@@ -52,8 +52,15 @@ bool btf_compat_tp_preemptible(const struct btf *btf);
  * IOPULSE_HIDE_KERNEL_FEATURES (comma-separated: tp_btf, task_storage, rdonly_cast,
  * atomics, tp_preemptible) makes
  * btf_compat_detect report those as missing, to run the fallbacks on a kernel that has them.
+ * IOPULSE_FORCE_KERNEL_FEATURES=tp_preemptible makes it report tracepoint programs as
+ * preemptible where they are not, to run the spare programs (compat.bpf.h 10) on any kernel;
+ * a feature named in both is hidden.
  */
 #define BTF_COMPAT_HIDE_ENV "IOPULSE_HIDE_KERNEL_FEATURES"
+#define BTF_COMPAT_FORCE_ENV "IOPULSE_FORCE_KERNEL_FEATURES"
+
+/* Applies both variables to what was detected; an unknown name is an error naming it. */
+int btf_compat_env(struct btf_compat *c, char *err, unsigned long errlen);
 
 /*
  * Inspect vmlinux BTF. Returns 0, or -ENOENT when the kernel has no BTF (with a message in

@@ -18,11 +18,22 @@
 
 #include "btf_compat.h"
 #include "hist_math.h"
+#include "rq_logic.h"
 #include "iopulse.skel.h"
 #include "iopulse-noatomics.skel.h"
 #include "log.h"
 
 #define TRACEFS "/sys/kernel/tracing"
+
+/*
+ * Spare programs after the first on block_rq_issue, block_bio_queue and block_split where
+ * tracepoint programs run preemptible (compat.bpf.h 10). With one spare, an event is lost
+ * when two tasks on a CPU are preempted inside the two programs at once; with two, three.
+ */
+#define PROBES_SPARES 2
+
+/* The chains of programs with spares: dispatch, bio submission, split (iopulse.h). */
+enum { PROBES_CHAIN_RQ, PROBES_CHAIN_BIO, PROBES_CHAIN_SPLIT, PROBES_CHAINS };
 
 struct probes {
 	struct iopulse_bpf *skel;
@@ -43,6 +54,9 @@ struct probes {
 	size_t rq_recs_n;
 	int stats_fd;
 	uint8_t *draining;        /* per slot: 0, or 1/2 = released, recycled at the 2nd call */
+	unsigned int rq_spares;   /* spare programs after the first (compat.bpf.h 10), loaded */
+	unsigned int bio_spares;
+	uint64_t lost[PROBES_CHAINS]; /* events each chain lost, as last reported */
 };
 
 /* libbpf's messages: kept for the error report, printed at debug level. */
@@ -131,7 +145,8 @@ struct prog_choice {
 	bool full;       /* dispatch and completion with records; else the completion-only one */
 	bool sync;       /* sync tracking */
 	bool cast;       /* the sync entries built on bpf_rdonly_cast */
-	bool spare;      /* the spare dispatch program (compat.bpf.h 10) */
+	unsigned int rq_spares;  /* spare dispatch programs (compat.bpf.h 10) */
+	unsigned int bio_spares; /* spare bio and split programs */
 };
 
 /*
@@ -140,23 +155,30 @@ struct prog_choice {
  * wherever bios are timed. The completion-only mode loads its one completion program
  * instead of the dispatch and completion programs; the requeue program, which runs only when
  * a driver requeues, counts requeues in either mode. Where tracepoint programs run preemptible
- * the spare dispatch program follows the first (compat.bpf.h 10); it is declared after it, so
- * attach_in_order attaches it later and the tracepoint calls it second.
+ * spare programs follow the first dispatch, bio and split programs (compat.bpf.h 10); they
+ * are declared after it, so attach_in_order attaches them later and the tracepoint calls them
+ * in that order.
  */
 static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 {
 	struct bpf_program *btf_progs[] = {
 		s->progs.iop_bio_queue, s->progs.iop_rq_issue, s->progs.iop_rq_complete,
 		s->progs.iop_rq_requeue, s->progs.iop_compl, s->progs.iop_bio_split,
-		s->progs.iop_rq_issue_spare,
+		s->progs.iop_rq_issue_spare, s->progs.iop_rq_issue_spare2,
+		s->progs.iop_bio_queue_spare, s->progs.iop_bio_queue_spare2,
+		s->progs.iop_bio_split_spare, s->progs.iop_bio_split_spare2,
 	};
 	struct bpf_program *raw_progs[] = {
 		s->progs.iop_bio_queue_raw, s->progs.iop_rq_issue_raw, s->progs.iop_rq_complete_raw,
 		s->progs.iop_rq_requeue_raw, s->progs.iop_compl_raw, s->progs.iop_bio_split_raw,
-		s->progs.iop_rq_issue_spare_raw,
+		s->progs.iop_rq_issue_spare_raw, s->progs.iop_rq_issue_spare2_raw,
+		s->progs.iop_bio_queue_spare_raw, s->progs.iop_bio_queue_spare2_raw,
+		s->progs.iop_bio_split_spare_raw, s->progs.iop_bio_split_spare2_raw,
 	};
 	bool wanted[] = { c->bio, c->full, c->full, true, !c->full, c->bio_records,
-			  c->full && c->spare };
+			  c->full && c->rq_spares >= 1, c->full && c->rq_spares >= 2,
+			  c->bio && c->bio_spares >= 1, c->bio && c->bio_spares >= 2,
+			  c->bio_records && c->bio_spares >= 1, c->bio_records && c->bio_spares >= 2 };
 	struct bpf_program *enter_cast[] = {
 		s->progs.iop_enter_fsync, s->progs.iop_enter_fdatasync,
 		s->progs.iop_enter_sync_file_range,
@@ -186,6 +208,8 @@ static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 		bpf_map__set_autocreate(sync_maps[i], c->sync);
 	}
 	bpf_map__set_autocreate(s->maps.sync_watch, c->sync);
+	/* not created without bio spares: the first bio and split programs' marks are dead code */
+	bpf_map__set_autocreate(s->maps.spare_marks, c->bio && c->bio_spares);
 }
 
 static int configure(struct probes *p, const struct probes_opts *o)
@@ -196,11 +220,19 @@ static int configure(struct probes *p, const struct probes_opts *o)
 		.raw_tp = p->raw_tp, .full = !p->completion_only, .sync = p->sync_on,
 		.bio = (o->queue_from_bio && !p->completion_only) || p->sync_on,
 		.bio_records = o->queue_from_bio && !p->completion_only,
-		.cast = p->compat.have_rdonly_cast, .spare = p->compat.tp_preemptible,
+		.cast = p->compat.have_rdonly_cast,
 	};
 	uint32_t sets = 1;
 	int err = 0;
 
+	/* the bio chains' marks live in task storage (rq_logic.h iop_mark_done) */
+	p->rq_spares = p->compat.tp_preemptible && pc.full ? PROBES_SPARES : 0;
+	p->bio_spares = p->compat.tp_preemptible && pc.bio && p->compat.have_task_storage ?
+			PROBES_SPARES : 0;
+	pc.rq_spares = p->rq_spares;
+	pc.bio_spares = p->bio_spares;
+	s->rodata->rq_spares = p->rq_spares;
+	s->rodata->bio_spares = p->bio_spares;
 	/* the completion-only mode keeps no records: one set of each, never used */
 	while (!p->completion_only && sets * IOP_WAYS < o->max_inflight)
 		sets <<= 1;
@@ -477,6 +509,19 @@ static int attach_in_order(struct iopulse_bpf *skel)
 	return 0;
 }
 
+/* Which spares are attached (compat.bpf.h 10), for the log line, or "". */
+static const char *spares_note(const struct probes *p)
+{
+	static char buf[128];
+
+	if (!p->rq_spares && !p->bio_spares)
+		return "";
+	snprintf(buf, sizeof(buf), "%u spare dispatch programs, %u spare bio programs%s",
+		 p->rq_spares, p->bio_spares, !p->compat.have_task_storage ?
+		 " (no task-local storage for their marks)" : "");
+	return buf;
+}
+
 int probes_new(struct probes **out, const struct probes_opts *o, char *err, size_t errlen)
 {
 	struct probes *p;
@@ -553,11 +598,11 @@ int probes_new(struct probes **out, const struct probes_opts *o, char *err, size
 				 "silences this)" : "");
 	}
 	log_info("probes attached (%s%s, histogram precision %u, %u buckets, %zu KiB per device; "
-		 "request flags flush_seq 0x%x io_stat 0x%x%s)", p->raw_tp ? "raw_tp" : "tp_btf",
+		 "request flags flush_seq 0x%x io_stat 0x%x%s%s)", p->raw_tp ? "raw_tp" : "tp_btf",
 		 p->compat.have_atomics ? "" : " without atomics", p->k, p->nb,
 		 p->slot_u64s * 8 / 1024, p->compat.rqf_flush_seq, p->compat.rqf_io_stat,
-		 p->compat.tp_preemptible && !p->completion_only ?
-		 "; tracepoint programs run preemptible: spare dispatch program" : "");
+		 p->rq_spares || p->bio_spares ? "; tracepoint programs run preemptible: " : "",
+		 spares_note(p));
 	if (p->completion_only)
 		log_info("histogram mode completion: one program at completion, latencies from the "
 			 "kernel's own stamps (README: completion-only mode)%s%s",
@@ -720,10 +765,59 @@ int probes_recycle_slots(struct probes *p)
 	return r;
 }
 
+/*
+ * The chain prog belongs to (PROBES_CHAIN_*) and its place in it (0 the first, 1.. a spare),
+ * or -1 for a program of no chain.
+ */
+static int chain_of(const struct iopulse_bpf *s, const struct bpf_program *prog, int *pos)
+{
+	const struct bpf_program *chains[PROBES_CHAINS][2][1 + PROBES_SPARES] = {
+		[PROBES_CHAIN_RQ] = {
+			{ s->progs.iop_rq_issue, s->progs.iop_rq_issue_spare,
+			  s->progs.iop_rq_issue_spare2 },
+			{ s->progs.iop_rq_issue_raw, s->progs.iop_rq_issue_spare_raw,
+			  s->progs.iop_rq_issue_spare2_raw } },
+		[PROBES_CHAIN_BIO] = {
+			{ s->progs.iop_bio_queue, s->progs.iop_bio_queue_spare,
+			  s->progs.iop_bio_queue_spare2 },
+			{ s->progs.iop_bio_queue_raw, s->progs.iop_bio_queue_spare_raw,
+			  s->progs.iop_bio_queue_spare2_raw } },
+		[PROBES_CHAIN_SPLIT] = {
+			{ s->progs.iop_bio_split, s->progs.iop_bio_split_spare,
+			  s->progs.iop_bio_split_spare2 },
+			{ s->progs.iop_bio_split_raw, s->progs.iop_bio_split_spare_raw,
+			  s->progs.iop_bio_split_spare2_raw } },
+	};
+	int c, k, i;
+
+	for (c = 0; c < PROBES_CHAINS; c++)
+		for (k = 0; k < 2; k++)
+			for (i = 0; i <= PROBES_SPARES; i++)
+				if (chains[c][k][i] == prog) {
+					*pos = i;
+					return c;
+				}
+	return -1;
+}
+
+/*
+ * Where spares run (compat.bpf.h 10), the first program of a chain reports the events the
+ * chain lost (rq_logic.h iop_chain_lost: its skips less those a spare made good) and a spare
+ * none: a spare skipped while another program handled the event lost nothing. Everything
+ * else reports the kernel's recursion_misses. drops.missed_events, their sum, is then what
+ * was lost.
+ */
 int probes_prog_stats(struct probes *p, struct iop_bpf_prog_stat *out, size_t max)
 {
+	static const unsigned int made_good[PROBES_CHAINS] = {
+		[PROBES_CHAIN_RQ] = IOP_G_SPARE_RQ, [PROBES_CHAIN_BIO] = IOP_G_SPARE_BIO,
+		[PROBES_CHAIN_SPLIT] = IOP_G_SPARE_SPLIT,
+	};
+	const volatile uint64_t *g = probes_globals(p);
+	int first[PROBES_CHAINS] = { -1, -1, -1 };
 	struct bpf_program *prog;
 	size_t n = 0;
+	int c, pos;
 
 	bpf_object__for_each_program(prog, p->skel->obj) {
 		struct bpf_prog_info info;
@@ -739,7 +833,21 @@ int probes_prog_stats(struct probes *p, struct iop_bpf_prog_stat *out, size_t ma
 		out[n].run_cnt = info.run_cnt;
 		out[n].run_time_ns = info.run_time_ns;
 		out[n].missed = info.recursion_misses;
+		c = chain_of(p->skel, prog, &pos);
+		if (c >= 0 && (c == PROBES_CHAIN_RQ ? p->rq_spares : p->bio_spares)) {
+			if (pos == 0)
+				first[c] = (int)n;
+			else
+				out[n].missed = 0;
+		}
 		n++;
+	}
+	/* the misses above first, made_good after (iop_chain_lost) */
+	for (c = 0; c < PROBES_CHAINS; c++) {
+		if (first[c] < 0)
+			continue;
+		p->lost[c] = iop_chain_lost(p->lost[c], out[first[c]].missed, g[made_good[c]]);
+		out[first[c]].missed = p->lost[c];
 	}
 	return (int)n;
 }

@@ -1,7 +1,8 @@
 /* test_btf_compat.c - request flag bits found in named and anonymous BTF enums, struct members,
- * preemptible tracepoints */
+ * preemptible tracepoints, features forced and hidden */
 #include <check.h>
 #include <errno.h>
+#include <stdlib.h>
 
 #include <bpf/btf.h>
 
@@ -97,6 +98,31 @@ START_TEST(preemptible_tracepoints)
 }
 END_TEST
 
+/* The spares can be run on any kernel (forced), and left out where they would run (hidden). */
+START_TEST(force_and_hide)
+{
+	struct btf_compat c = { 0 };
+	char err[256] = "";
+
+	unsetenv(BTF_COMPAT_HIDE_ENV);
+	setenv(BTF_COMPAT_FORCE_ENV, "tp_preemptible", 1);
+	ck_assert_int_eq(btf_compat_env(&c, err, sizeof(err)), 0);
+	ck_assert(c.tp_preemptible);
+	setenv(BTF_COMPAT_HIDE_ENV, "atomics,tp_preemptible", 1);
+	ck_assert_int_eq(btf_compat_env(&c, err, sizeof(err)), 0);
+	ck_assert(!c.tp_preemptible);
+	unsetenv(BTF_COMPAT_HIDE_ENV);
+	setenv(BTF_COMPAT_FORCE_ENV, "tp_preemptible,atomics", 1);
+	ck_assert_int_eq(btf_compat_env(&c, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, BTF_COMPAT_FORCE_ENV ": unknown feature 'atomics' (known: "
+			 "tp_preemptible)");
+	unsetenv(BTF_COMPAT_FORCE_ENV);
+	c.tp_preemptible = false;
+	ck_assert_int_eq(btf_compat_env(&c, err, sizeof(err)), 0);
+	ck_assert(!c.tp_preemptible);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("btf_compat");
@@ -107,6 +133,7 @@ int main(void)
 	tcase_add_test(tc, defines_only);
 	tcase_add_test(tc, struct_member);
 	tcase_add_test(tc, preemptible_tracepoints);
+	tcase_add_test(tc, force_and_hide);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
