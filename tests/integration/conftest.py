@@ -115,8 +115,14 @@ class LoopDev:
         self.majmin = _sysfs_read(f"/sys/block/{self.name}/dev")
         self.orig_scheduler = _current_scheduler(self.name)
         self.orig_nr_requests = int(_sysfs_read(f"/sys/block/{self.name}/queue/nr_requests"))
-        self.orig_max_sectors_kb = int(_sysfs_read(
-            f"/sys/block/{self.name}/queue/max_sectors_kb"))
+        # a loop device keeps its max_sectors_kb across detach: a value another process left
+        # (a test killed mid-way, an experiment) would split this test's IOs, so every
+        # attach starts from a fresh loop device's (its hardware limit, at most 1280 KiB)
+        q = f"/sys/block/{self.name}/queue"
+        fresh = min(int(_sysfs_read(f"{q}/max_hw_sectors_kb")), 1280)
+        if int(_sysfs_read(f"{q}/max_sectors_kb")) != fresh:
+            _sysfs_write(f"{q}/max_sectors_kb", fresh)
+        self.orig_max_sectors_kb = int(_sysfs_read(f"{q}/max_sectors_kb"))
         self.scheduler = self.orig_scheduler
         self.nr_requests = self.orig_nr_requests
         self.detached = False

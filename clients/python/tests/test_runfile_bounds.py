@@ -77,7 +77,9 @@ def test_bombs_are_damage_in_bounded_memory_and_time(tmp_path: Path, name: str, 
     bomb(path, head, block, repeat)
     got = bounded_load(path)
     assert want in got["damage"], got
-    assert got["seconds"] < 5 and got["rss_mib"] < 100, got
+    # memory is the bound held here; time only against runaway (before: minutes, hours): the
+    # figures in docs/limits.md are measured on a quiet machine, a busy one takes a few times
+    assert got["seconds"] < TIMEOUT_S and got["rss_mib"] < 100, got
 
 
 def test_a_record_longer_than_the_file_can_hold_is_damage_at_once(tmp_path: Path,
