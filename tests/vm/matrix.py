@@ -333,6 +333,9 @@ def run_kernel(k, args, vng, apt, out_root, current):
         return info, [fail_cell(label, c, s, info["errors"][0])
                       for c, s in expected(controllers, BASE_SCHEDULERS, args.extra)]
     info["release"] = release
+    modes = args.modes if args.all_modes_on is None or label in args.all_modes_on else \
+        args.modes[:1]
+    info["modes"] = modes
     scheds = expected_cells(label, kernel_config(config))
     imgdir = tempfile.mkdtemp(prefix="disks-", dir=args.cache)
     current["imgdir"] = imgdir
@@ -353,7 +356,7 @@ def run_kernel(k, args, vng, apt, out_root, current):
                      f"--iopulsed {args.iopulsed} --controllers {','.join(controllers)} "
                      f"--schedulers {','.join(scheds)} --disk-size {DISK_MIB << 20} "
                      f"--seconds {args.seconds} --extra {','.join(args.extra) or 'none'} "
-                     f"--stack-disk-size {STACK_DISK_MIB << 20} --modes {','.join(args.modes)}"
+                     f"--stack-disk-size {STACK_DISK_MIB << 20} --modes {','.join(modes)}"
                      + (" --blktrace" if args.latency else ""))
         argv = [vng, "--verbose", "--run", kimg, "--disable-kvm", "--disable-microvm",
                 "--cpus", str(args.cpus), "--memory", args.memory,
@@ -490,12 +493,17 @@ def main():
                     help="iopulsed's modes, one daemon each, all at once in every guest: "
                          "full, request (--queue-from request), completion (README: "
                          "completion-only mode); the first is each row's own")
+    ap.add_argument("--all-modes-on", metavar="LABELS", default=None,
+                    help="comma-separated kernel labels that run every mode of --modes; the "
+                         "others run its first only (default: every kernel runs them all)")
     ap.add_argument("--mode", choices=MODES,
                     help="one mode only (--modes MODE)")
     ap.add_argument("--no-latency", dest="latency", action="store_false",
                     help="do not hold latency to blktrace")
     args = ap.parse_args()
     args.modes = [args.mode] if args.mode else [m for m in args.modes.split(",") if m]
+    if args.all_modes_on is not None:
+        args.all_modes_on = {x for x in args.all_modes_on.split(",") if x}
     for m in args.modes:
         if m not in MODES:
             ap.error(f"unknown mode {m} (known: {', '.join(MODES)})")
