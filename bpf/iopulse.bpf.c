@@ -388,9 +388,27 @@ static __always_inline u64 tp_arg01(u64 *args, bool second)
 
 /* ---- block layer ---- */
 
+/* Frees the ways of set that hold key but keep (rq_logic.h iop_bio_dups). */
+static __always_inline void drop_dups(struct iop_bio_set *set, u64 key, int keep)
+{
+	unsigned long long keys[IOP_WAYS];
+	unsigned int dups;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++)
+		keys[i] = set->w[i].key;
+	dups = iop_bio_dups(keys, key, keep);
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++)
+		if (dups & (1u << i))
+			iop_cmpxchg(&set->w[i].key, key, 0);
+}
+
 /*
  * Writes a bio record: key (iop_bio_key) in the set of bio's address, word its packed time and
- * flags; a full set gives up its oldest record.
+ * flags; a full set gives up its oldest record. The key's record is the only one in its set
+ * afterwards: one of an earlier bio with the same key is taken over, a second freed.
  */
 static __always_inline void put_bio(u64 bio, u64 key, u64 word)
 {
@@ -398,7 +416,7 @@ static __always_inline void put_bio(u64 bio, u64 key, u64 word)
 	struct iop_bio_rec *r = 0;
 	u64 oldest = ~0ULL;
 	u32 idx = rec_set(bio), victim = 0;
-	int i;
+	int i, at = IOP_WAYS;
 
 	set = bpf_map_lookup_elem(&bio_recs, &idx);
 	if (!set)
@@ -409,6 +427,7 @@ static __always_inline void put_bio(u64 bio, u64 key, u64 word)
 
 		if ((k == 0 && iop_cmpxchg(&set->w[i].key, 0, key) == 0) || k == key) {
 			r = &set->w[i];
+			at = i;
 			break;
 		}
 		if ((set->w[i].q_flags & IOP_BIO_NS_MASK) < oldest) {
@@ -418,10 +437,12 @@ static __always_inline void put_bio(u64 bio, u64 key, u64 word)
 	}
 	if (!r) {
 		global_inc(IOP_G_BIO_EVICT);
-		r = &set->w[victim & (IOP_WAYS - 1)];
+		at = victim & (IOP_WAYS - 1);
+		r = &set->w[at];
 		r->key = key;
 	}
 	r->q_flags = word;
+	drop_dups(set, key, at);
 }
 
 static __always_inline int on_bio_queue(u64 bio, u32 opf, u64 sector)
@@ -462,23 +483,40 @@ static __always_inline struct iop_bio_rec *find_bio(u64 bio, u64 key)
  * passes block_bio_queue, chained to parent (split->bi_private) before the tracepoint; parent
  * goes on with the rest and now starts at parent_sector. The part was submitted when its
  * parent was: it gets the parent's time and flags, and the parent's record moves to its new
- * start. A parent with no record (not seen submitted, evicted, or a stacked driver's own split
- * whose bi_private is no bio) gives the part none: its queue wait is then unknown, counted as
- * such at dispatch, never taken from another bio.
+ * start (a record an earlier bio left under that key is freed: rq_logic.h iop_bio_dups). A
+ * parent with no record (not seen submitted, evicted, or a stacked driver's own split whose
+ * bi_private is no bio) gives the part a record with no time, and its own new start one too
+ * (iop_split_word): their queue wait is then unknown, counted as such at dispatch, never
+ * taken from a record another bio left under the same key.
  */
 static __always_inline int on_bio_split(u64 split, u64 split_sector, u64 parent,
 					u64 parent_sector)
 {
-	struct iop_bio_rec *r;
-	u64 w;
+	struct iop_bio_set *set;
+	u64 w = 0, key, moved;
+	u32 idx;
+	int i, at = IOP_WAYS;
 
 	if (!bio_records || !parent)
 		return 0;
-	r = find_bio(parent, bio_key(parent, split_sector));
-	if (!r)
+	idx = rec_set(parent);
+	set = bpf_map_lookup_elem(&bio_recs, &idx);
+	if (!set)
 		return 0;
-	w = r->q_flags;
-	r->key = bio_key(parent, parent_sector);
+	key = bio_key(parent, split_sector);
+	moved = bio_key(parent, parent_sector);
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++)
+		if (at == IOP_WAYS && set->w[i].key == key)
+			at = i;
+	if (at < IOP_WAYS) {
+		w = iop_split_word(1, set->w[at & (IOP_WAYS - 1)].q_flags);
+		set->w[at & (IOP_WAYS - 1)].key = moved;
+		drop_dups(set, moved, at);
+	} else {
+		w = iop_split_word(0, 0);
+		put_bio(parent, moved, w);
+	}
 	put_bio(split, bio_key(split, split_sector), w);
 	return 0;
 }

@@ -101,6 +101,39 @@ static inline unsigned long long iop_bio_key(unsigned int bio_lo, unsigned long 
 }
 
 /*
+ * Ways of a bio record set (keys: each way's key, 0 free) other than way keep that hold key:
+ * the ways to free (a bitmask), so that a key is in one way of its set at most. A lookup
+ * takes the first way holding its key, while a write takes the first way free or holding it
+ * and a split moves its parent's record to the parent's new start in the way it is in: a
+ * record an earlier bio left under the same key (address and start sector) in a lower way
+ * would be the one found, and a split part or a request would take its stale time (seconds,
+ * minutes) and leave the fresh one behind, stale in turn. Writes and moves free the rest.
+ */
+static inline unsigned int iop_bio_dups(const unsigned long long keys[IOP_WAYS],
+					unsigned long long key, int keep)
+{
+	unsigned int mask = 0;
+	int i;
+
+	for (i = 0; i < IOP_WAYS; i++)
+		if (i != keep && keys[i] == key)
+			mask |= 1u << i;
+	return mask;
+}
+
+/*
+ * The word a split part's record gets: its parent's (the submission time and flags) where
+ * the parent's record was found, else 0, no time. The part's record is written either way:
+ * a part never falls back to whatever record its key finds (one an earlier bio at this
+ * address and sector left), its queue wait is then unknown and counted (drops.no_bio_ts).
+ * The parent's new start gets the same word, for its later parts and its own dispatch.
+ */
+static inline unsigned long long iop_split_word(int parent_found, unsigned long long parent_word)
+{
+	return parent_found ? parent_word : 0;
+}
+
+/*
  * Set of an in-flight record: a hash of the low 32 bits of the kernel pointer that keys it
  * (a 32-bit copy of a pointer is a number); mask is the number of sets - 1 (a power of two).
  */

@@ -1,6 +1,7 @@
 /* test_rq_logic.c - per-request decisions of the BPF programs: diskstats op groups, passthrough,
  * when a re-dispatched request proves a lost completion, what spare programs leave to the
  * first and what a chain of them lost */
+#include <string.h>
 #include <check.h>
 
 #include "check_main.h"
@@ -323,6 +324,148 @@ START_TEST(test_bio_key_tells_starts_apart)
 }
 END_TEST
 
+/*
+ * A model of one bio record set as the programs use it (iopulse.bpf.c put_bio, on_bio_split,
+ * find_bio): a write takes the first way free or holding its key, a split moves its parent's
+ * record in place, a lookup takes the first way holding its key; writes and moves then free
+ * the key's other ways (iop_bio_dups).
+ */
+struct set_model {
+	unsigned long long key[IOP_WAYS], ns[IOP_WAYS];
+};
+
+static void model_drop_dups(struct set_model *m, unsigned long long key, int keep)
+{
+	unsigned int dups = iop_bio_dups(m->key, key, keep);
+	int i;
+
+	for (i = 0; i < IOP_WAYS; i++)
+		if (dups & (1u << i))
+			m->key[i] = 0;
+}
+
+static void model_put(struct set_model *m, unsigned long long key, unsigned long long ns)
+{
+	int i, at = -1, oldest = 0;
+
+	for (i = 0; i < IOP_WAYS && at < 0; i++) {
+		if (m->key[i] == 0 || m->key[i] == key)
+			at = i;
+		else if (m->ns[i] < m->ns[oldest])
+			oldest = i;
+	}
+	if (at < 0)
+		at = oldest;
+	m->key[at] = key;
+	m->ns[at] = ns;
+	model_drop_dups(m, key, at);
+}
+
+static int model_find(const struct set_model *m, unsigned long long key)
+{
+	int i;
+
+	for (i = 0; i < IOP_WAYS; i++)
+		if (m->key[i] == key)
+			return i;
+	return -1;
+}
+
+/* The split of the parent record at key from to its new start to; the part's word. */
+static unsigned long long model_split(struct set_model *m, unsigned long long from,
+				      unsigned long long to)
+{
+	int at = model_find(m, from);
+	unsigned long long w = iop_split_word(at >= 0, at >= 0 ? m->ns[at] : 0);
+
+	if (at >= 0) {
+		m->key[at] = to;
+		model_drop_dups(m, to, at);
+	} else {
+		model_put(m, to, w);
+	}
+	return w;
+}
+
+START_TEST(test_bio_dups_are_the_other_ways_of_the_key)
+{
+	const unsigned long long k = iop_bio_key(0x8e41c300u, 128);
+	unsigned long long keys[IOP_WAYS] = { k, 7, k, 0 };
+
+	ck_assert_uint_eq(iop_bio_dups(keys, k, 0), 1u << 2);
+	ck_assert_uint_eq(iop_bio_dups(keys, k, 2), 1u << 0);
+	ck_assert_uint_eq(iop_bio_dups(keys, k, IOP_WAYS), (1u << 0) | (1u << 2));
+	ck_assert_uint_eq(iop_bio_dups(keys, 9, IOP_WAYS), 0);
+	ck_assert_uint_eq(iop_split_word(1, 12345), 12345);
+	ck_assert_uint_eq(iop_split_word(0, 12345), 0);   /* no parent record: no time */
+}
+END_TEST
+
+/*
+ * The case seen on 6.18 (a 64 KiB max_sectors_kb splitting 1-4 MiB writes over sectors that
+ * earlier IO had written): a merged bio at the parent's address left a record at one of the
+ * parent's later starts, in a lower way than the one the parent's record was written to. The
+ * move must not leave two records of that key: the next part, and each after it, would take
+ * the stale time (seconds old) and pass the fresh one on as stale.
+ */
+START_TEST(test_split_never_takes_a_record_left_under_its_key)
+{
+	const unsigned int p = 0x8e41c300u;
+	const unsigned long long stale = 1000, fresh = 90000000000ull;
+	struct set_model m = { { 0 }, { 0 } };
+	unsigned long long s, w;
+	int at;
+
+	/* way 0: left at p's sector 256 by a merged bio; 1, 2: in flight elsewhere */
+	m.key[0] = iop_bio_key(p, 256);
+	m.ns[0] = stale;
+	m.key[1] = iop_bio_key(0x11110000u, 8);
+	m.ns[1] = fresh - 10;
+	m.key[2] = iop_bio_key(0x22220000u, 8);
+	m.ns[2] = fresh - 5;
+	model_put(&m, iop_bio_key(p, 0), fresh);   /* way 3: the parent, submitted at 0 */
+	for (s = 0; s + 128 < 2048; s += 128) {
+		w = model_split(&m, iop_bio_key(p, s), iop_bio_key(p, s + 128));
+		ck_assert_uint_eq(w, fresh);
+		ck_assert_uint_eq(iop_bio_dups(m.key, iop_bio_key(p, s + 128), IOP_WAYS) &
+				  (iop_bio_dups(m.key, iop_bio_key(p, s + 128), IOP_WAYS) - 1), 0);
+	}
+	at = model_find(&m, iop_bio_key(p, 1920));   /* the parent's own dispatch */
+	ck_assert_int_ge(at, 0);
+	ck_assert_uint_eq(m.ns[at], fresh);
+
+	/* a write of a key that a lower way holds stale takes that way over: one record */
+	memset(&m, 0, sizeof(m));
+	m.key[2] = iop_bio_key(p, 64);
+	m.ns[2] = stale;
+	model_put(&m, iop_bio_key(p, 64), fresh);
+	ck_assert_uint_eq(m.ns[model_find(&m, iop_bio_key(p, 64))], fresh);
+	ck_assert_uint_eq(iop_bio_dups(m.key, iop_bio_key(p, 64), model_find(&m, iop_bio_key(p, 64))), 0);
+}
+END_TEST
+
+/*
+ * A parent whose record is gone (evicted, its submission not seen) gives its part, and its
+ * own new start, a record with no time: a record another bio left under either key is
+ * replaced, never taken.
+ */
+START_TEST(test_split_of_an_unknown_parent_writes_no_time)
+{
+	const unsigned int p = 0x8e41c300u;
+	struct set_model m = { { 0 }, { 0 } };
+	unsigned long long w;
+	int at;
+
+	m.key[0] = iop_bio_key(p, 128);   /* left behind, stale */
+	m.ns[0] = 1000;
+	w = model_split(&m, iop_bio_key(p, 0), iop_bio_key(p, 128));
+	ck_assert_uint_eq(w, 0);
+	at = model_find(&m, iop_bio_key(p, 128));
+	ck_assert_int_ge(at, 0);
+	ck_assert_uint_eq(m.ns[at], 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rq_logic");
@@ -341,6 +484,9 @@ int main(void)
 	tcase_add_test(tc, test_chain_lost_is_cumulative);
 	tcase_add_test(tc, test_bio_record_keeps_time_and_the_two_flags);
 	tcase_add_test(tc, test_bio_key_tells_starts_apart);
+	tcase_add_test(tc, test_bio_dups_are_the_other_ways_of_the_key);
+	tcase_add_test(tc, test_split_never_takes_a_record_left_under_its_key);
+	tcase_add_test(tc, test_split_of_an_unknown_parent_writes_no_time);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
