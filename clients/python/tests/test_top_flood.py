@@ -14,7 +14,10 @@ from test_cli import SRC
 
 HERE = pathlib.Path(__file__).resolve().parent
 ENV = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{HERE}")
-PEAK_MB = 250       # measured 95 MB (the interpreter with grpc and rich: about 60 MB)
+# measured 95 MB with the newest protobuf (the interpreter with grpc and rich: about 60 MB)
+# and 271 MB with the oldest one allowed, whose pure-Python decoder holds the 29,000 devices
+# as objects while they are counted; before the bound: 1.0 GB
+PEAK_MB = 400
 
 # top in a fresh interpreter whose only child it is: its peak RSS is RUSAGE_CHILDREN's
 MEASURE = ("import resource, subprocess, sys; "
@@ -53,7 +56,7 @@ def test_a_flooding_target_is_refused_by_name_in_bounded_memory(sockdir):
         assert p.returncode == 1, p.stderr
         assert f"unix:{sock} sent an Update of" in p.stderr and "29,000 devices" in p.stderr
         assert "refused as flooding" in p.stderr
-        assert peak < PEAK_MB and took < 60, (peak, took)
+        assert peak < PEAK_MB and took < 120, (peak, took)
     finally:
         server.kill()
         server.wait()
@@ -66,12 +69,16 @@ def test_among_several_targets_the_flooding_one_is_refused_the_others_shown(sock
     server = _flood_server(sock)
     good = serve(FakeTelemetry(period=0.1), f"unix:{sockdir / 'good.sock'}")
     try:
-        p, took, peak = _top("--target", f"unix:{sockdir / 'good.sock'}", "--target",
-                             f"unix:{sock}", "top", "--merge", "--once")
+        # --once prints what the targets sent within --connect-timeout (5 s at least): the
+        # oldest protobuf's decoder takes longer than that for one flooding Update on a busy
+        # machine, and then the table is printed before the refusal
+        p, took, peak = _top("--connect-timeout", "60", "--target",
+                             f"unix:{sockdir / 'good.sock'}", "--target", f"unix:{sock}",
+                             "top", "--merge", "--once")
         assert p.returncode == 1, p.stderr
         assert f"REFUSED (unix:{sock} sent an Update of" in p.stdout, p.stdout
         assert "sdb (osd.3 block)" in p.stdout, p.stdout
-        assert peak < PEAK_MB and took < 60, (peak, took)
+        assert peak < PEAK_MB and took < 120, (peak, took)
     finally:
         good.stop(None)
         server.kill()
