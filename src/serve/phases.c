@@ -282,6 +282,28 @@ static ssize_t find_open(const struct phases *p, const Iopulse__V1__MarkPhaseReq
 	return -ENOENT;
 }
 
+/* A begin's parent_id: an open phase of the begin's own session. */
+static int check_parent(const struct phases *p, const Iopulse__V1__MarkPhaseRequest *q,
+			char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < p->nopen; i++) {
+		const pb_mark *b = p->open[i].begin;
+
+		if (b->id != q->parent_id)
+			continue;
+		if (strcmp(b->session, q->session)) {
+			snprintf(err, errlen, "parent phase %llu is of another session",
+				 (unsigned long long)q->parent_id);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	snprintf(err, errlen, "parent phase %llu is not open", (unsigned long long)q->parent_id);
+	return -ENOENT;
+}
+
 static bool take_token(struct phases *p)
 {
 	uint64_t now = iop_clock_ns(CLOCK_MONOTONIC);
@@ -305,7 +327,8 @@ static void open_remove(struct phases *p, size_t i)
 }
 
 /* Under the lock: queue pm (ending open phase `closes`, or -1) and update the open phases;
- * a begin is owned by owner. */
+ * a begin is owned by owner, and nests in pm->parent_id when set (checked by the caller),
+ * else in the innermost open phase of its session. */
 static int add_mark(struct phases *p, pb_mark *pm, ssize_t closes, bool reply,
 		    const char *owner)
 {
@@ -316,7 +339,7 @@ static int add_mark(struct phases *p, pb_mark *pm, ssize_t closes, bool reply,
 	if (!pm->end) {
 		struct open_phase *grown;
 
-		for (i = p->nopen; i-- > 0;)
+		for (i = p->nopen; !pm->parent_id && i-- > 0;)
 			if (!strcmp(p->open[i].begin->session, pm->session)) {
 				pm->parent_id = p->open[i].begin->id;
 				break;
@@ -376,6 +399,8 @@ int phases_submit(struct phases *p, const uint8_t *req, size_t len, const char *
 			 p->open[closes].begin->session);
 		r = -EPERM;
 	}
+	if (!r && !q->end && q->parent_id)
+		r = check_parent(p, q, err, errlen);
 	if (!r && !q->end && p->nopen >= p->lim.open_phases) {
 		snprintf(err, errlen, "%zu phases are open already, the most allowed "
 			 "(server.open_phases): end some first", p->nopen);
@@ -388,6 +413,8 @@ int phases_submit(struct phases *p, const uint8_t *req, size_t len, const char *
 	}
 	if (!r) {
 		pm = mark_from(q, q->end && !*q->name ? p->open[closes].begin->name : q->name);
+		if (pm && !q->end)
+			pm->parent_id = q->parent_id;
 		r = pm ? add_mark(p, pm, closes, true, owner) : -ENOMEM;
 		if (!r)
 			*id = pm->id;

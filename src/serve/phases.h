@@ -28,11 +28,13 @@ void phases_drain_fd(struct phases *p);
 /*
  * A MarkPhaseRequest (packed) from the client known by owner (at most PHASES_OWNER_MAX - 1
  * bytes). On success *id is the mark's id, the ticket for phases_reply. -EINVAL (bad
- * request), -ENOENT (an end for no open phase), -EPERM (an end of a phase another owner
- * opened in a session), -EBUSY (over a limit: err names its config key), -ENOMEM; err says
- * which.
+ * request, or a parent of another session), -ENOENT (an end, or a begin's parent, for no open
+ * phase), -EPERM (an end of a phase another owner opened in a session), -EBUSY (over a limit:
+ * err names its config key), -ENOMEM; err says which.
  *
  * A phase opened in a session belongs to its opener, so an end from another owner is refused.
+ * A begin nests in the open phase its parent_id names, else in the innermost open phase of
+ * its session.
  */
 int phases_submit(struct phases *p, const uint8_t *req, size_t len, const char *owner,
 		  uint64_t *id, char *err, size_t errlen);

@@ -34,6 +34,24 @@ static int mark_as(const char *owner, const char *name, bool end, uint64_t phase
 	return r;
 }
 
+static int begin_in(const char *name, uint64_t parent_id, const char *session, uint64_t *id)
+{
+	Iopulse__V1__MarkPhaseRequest q = IOPULSE__V1__MARK_PHASE_REQUEST__INIT;
+	uint8_t *req;
+	size_t len;
+	int r;
+
+	q.name = (char *)name;
+	q.parent_id = parent_id;
+	q.session = (char *)session;
+	req = pb_pack_alloc(&q.base, &len);
+	ck_assert_ptr_nonnull(req);
+	err[0] = 0;
+	r = phases_submit(p, req, len, "", id, err, sizeof(err));
+	free(req);
+	return r;
+}
+
 static int mark(const char *name, bool end, uint64_t phase_id, const char *session, uint64_t *id)
 {
 	return mark_as("", name, end, phase_id, session, id);
@@ -112,6 +130,45 @@ START_TEST(test_nesting_and_matching)
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(v[0]->name, "job");
 	ck_assert_uint_eq(v[0]->begin_id, other);
+	drop(v, n);
+}
+END_TEST
+
+/* Jobs that run at once (one stonewall group of fio) are siblings under their group: a begin
+ * that names its parent nests there, not in the innermost open phase of the session. */
+START_TEST(test_begin_names_its_parent)
+{
+	uint64_t run, group, a, b, c, other, id;
+	pb_mark **v;
+	size_t n;
+
+	ck_assert_int_eq(mark("run", false, 0, "s1", &run), 0);
+	ck_assert_int_eq(mark("group1", false, 0, "s1", &group), 0);
+	ck_assert_int_eq(begin_in("a", group, "s1", &a), 0);
+	ck_assert_int_eq(begin_in("b", group, "s1", &b), 0);
+	ck_assert_int_eq(begin_in("c", group, "s1", &c), 0);
+	ck_assert_int_eq(mark("x", false, 0, "s2", &other), 0);
+	/* refused: a parent of another session, a parent that is not open, an end's parent */
+	ck_assert_int_eq(begin_in("d", other, "s1", &id), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "parent phase"));
+	ck_assert_ptr_nonnull(strstr(err, "another session"));
+	ck_assert_int_eq(begin_in("d", 999, "s1", &id), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "parent phase 999 is not open"));
+	/* without a parent: the innermost open phase of the session, as before */
+	ck_assert_int_eq(mark("e", false, 0, "s1", &id), 0);
+	v = edge(1000, &n);
+	ck_assert_uint_eq(n, 7);
+	ck_assert_uint_eq(v[1]->parent_id, run);
+	ck_assert_uint_eq(v[2]->parent_id, group);
+	ck_assert_uint_eq(v[3]->parent_id, group);      /* not a */
+	ck_assert_uint_eq(v[4]->parent_id, group);      /* not b */
+	ck_assert_uint_eq(v[5]->parent_id, 0);
+	ck_assert_uint_eq(v[6]->parent_id, c);
+	drop(v, n);
+	/* a parent that ended is not open */
+	ck_assert_int_eq(mark("", true, b, "s1", &id), 0);
+	ck_assert_int_eq(begin_in("f", b, "s1", &id), -ENOENT);
+	v = edge(2000, &n);
 	drop(v, n);
 }
 END_TEST
@@ -305,6 +362,7 @@ static Suite *suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_nesting_and_matching);
+	tcase_add_test(tc, test_begin_names_its_parent);
 	tcase_add_test(tc, test_bad_ends);
 	tcase_add_test(tc, test_session_gone_and_stop_end_phases_abandoned);
 	tcase_add_test(tc, test_session_phases_belong_to_their_opener);

@@ -228,7 +228,7 @@ class InfoRequest(_message.Message):
     def __init__(self, device_settings: bool = ...) -> None: ...
 
 class MarkPhaseRequest(_message.Message):
-    __slots__ = ["end", "labels", "name", "phase_id", "session"]
+    __slots__ = ["end", "labels", "name", "parent_id", "phase_id", "session"]
     class LabelsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -239,14 +239,16 @@ class MarkPhaseRequest(_message.Message):
     END_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ID_FIELD_NUMBER: _ClassVar[int]
     PHASE_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     end: bool
     labels: _containers.ScalarMap[str, str]
     name: str
+    parent_id: int
     phase_id: int
     session: str
-    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ..., phase_id: _Optional[int] = ..., session: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., end: bool = ..., phase_id: _Optional[int] = ..., session: _Optional[str] = ..., parent_id: _Optional[int] = ...) -> None: ...
 
 class OpStats(_message.Message):
     __slots__ = ["bytes", "completion_unseen", "errors", "ios", "no_queue_ts", "queue_wait_ns", "service_ns", "size_bytes", "total_ns", "untimed"]
