@@ -154,7 +154,8 @@ def test_edge_error_warned_and_trimmed(run_path, tmp_path, capsys):
     after = {p.name: p for p in imported(run_path)}
     assert set(after) == {"a", "b", "c"}
     # a: 3 s is not longer than twice 1.5 s: kept as it was, and said
-    assert "'a' (3.00 s) is not longer than twice its edge error" in err
+    assert "'a' (3.000 s): trimming both edges by its edge error (1.5 s) would leave " \
+        "0.000 s, less than the daemons' interval (1 s): kept whole" in err
     assert (after["a"].start_real_ns, after["a"].end_real_ns, after["a"].trimmed_s) == \
         (before["a"].start_real_ns, before["a"].end_real_ns, 0.0)
     for name, acc in (("b", 1.0), ("c", 0.5)):
@@ -168,6 +169,63 @@ def test_edge_error_warned_and_trimmed(run_path, tmp_path, capsys):
     long = fio_old(59_000, [("long", 30_000)])
     assert main(["phases", "import", run_path, put(tmp_path, "long.json", long)]) == 0
     assert "long" not in capsys.readouterr().err.replace("long.json", "")
+
+
+def test_trimming_never_leaves_a_phase_without_an_interval(run_path, tmp_path, capsys):
+    """A 3.001 s phase with 1.5 s of error per edge was trimmed to 1 ms, which holds no
+    interval: the report then left it out without a word. It is kept whole, and said."""
+    doc = fio_old(40_000, [("a", 3_001), ("b", 3_000), ("c", 3_000)])
+    src = put(tmp_path, "old.json", doc)
+    before = {p.name: p for p in load(run_path).phases()}
+    assert main(["phases", "import", run_path, src, "--trim-edges"]) == 0
+    err = capsys.readouterr().err
+    assert "'a' (3.001 s): trimming both edges by its edge error (1.5 s) would leave " \
+        "0.001 s, less than the daemons' interval (1 s): kept whole, untrimmed" in err, err
+    after = {p.name: p for p in imported(run_path)}
+    assert after["a"].trimmed_s == 0.0 and after["a"].duration_s == pytest.approx(3.001)
+    assert after["b"].trimmed_s == 1.0 and after["b"].duration_s == pytest.approx(1.0)
+    assert not before
+    assert main(["report", run_path, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    shown = {p["name"]: p for p in doc["phases"]}
+    assert set(shown) == {"a", "b", "c"}
+    assert not any("no_figures" in p for p in shown.values())
+    assert {r["phase"] for r in doc["devices"]} >= {"a", "b", "c"}
+
+
+def test_a_phase_without_an_interval_is_listed_with_why(run_path, tmp_path, capsys):
+    """Imported phases shorter than an interval (and a trim from older iopulse, 1 ms): the
+    report lists each with why it has no figures, in every format."""
+    src = put(tmp_path, "new.json", fio_new([("short", 10_100, 300), ("long", 20_000, 5_000)]))
+    assert main(["phases", "import", run_path, src]) == 0
+    capsys.readouterr()
+    assert main(["report", run_path, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    shown = {p["name"]: p for p in doc["phases"]}
+    assert shown["short"]["no_figures"] == \
+        "no figures: no interval of the daemon lies mostly inside its 0.3 s"
+    assert "no_figures" not in shown["long"]
+    assert main(["report", run_path, "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "no figures: no interval of the daemon lies mostly inside its 0.3 s" in md
+    assert main(["report", run_path, "--phase", "long", "--format", "markdown"]) == 0
+    assert "short" not in capsys.readouterr().out
+
+
+def test_phases_run_alone_lists_them(run_path, tmp_path, capsys):
+    """`iopulse phases RUN` was a usage error (no action): it lists, as `phases list RUN`."""
+    src = put(tmp_path, "new.json", fio_new([("seqwrite", 10_000, 5_000)]))
+    assert main(["phases", "import", run_path, src]) == 0
+    capsys.readouterr()
+    assert main(["phases", "list", run_path]) == 0
+    listed = capsys.readouterr().out
+    assert "seqwrite" in listed
+    assert main(["phases", run_path]) == 0
+    assert capsys.readouterr().out == listed
+    assert main(["phases", run_path, src]) == 2
+    assert "is not an action: list or import" in capsys.readouterr().err
+    assert main(["phases", "import"]) == 2
+    assert "name the RUN" in capsys.readouterr().err
 
 
 def test_withdrawals_apply_to_what_came_before_them():

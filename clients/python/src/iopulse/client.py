@@ -355,25 +355,28 @@ class Client:
             req, timeout=self.timeout))
         return self._decode("GetSnapshot", lambda: Update.from_pb(reply))
 
-    def _mark(self, name: str, end: bool, labels: dict[str, str], phase_id: int = 0) -> PhaseMark:
+    def _mark(self, name: str, end: bool, labels: dict[str, str], phase_id: int = 0,
+              parent_id: int = 0) -> PhaseMark:
         req = self._request("MarkPhase", lambda: pb.MarkPhaseRequest(
             name=name, end=end, labels={str(k): str(v) for k, v in labels.items()},
-            phase_id=phase_id, session=self.session))
+            phase_id=phase_id, session=self.session, parent_id=parent_id))
         reply = self._with_retry("MarkPhase", lambda: self._stub.MarkPhase(
             req, timeout=self.timeout))
         return self._decode("MarkPhase", lambda: PhaseMark.from_pb(reply))
 
     def mark_phase(self, name: str, end: bool = False, phase_id: int = 0,
-                   **labels: Any) -> Phase:
+                   parent_id: int = 0, **labels: Any) -> Phase:
         """Mark a phase's begin (end=True: its end). The daemon closes its current interval
         at the mark, so the phase edge is an interval edge: IO started after this returns is
         counted after the mark. An end closes the begin with id phase_id, or (0) the latest
-        open phase of this name in this client's session. Label values are sent as strings.
+        open phase of this name in this client's session. A begin nests in the open phase
+        of this session with id parent_id (phases running at once are siblings under it), or
+        (0) in the session's innermost open phase. Label values are sent as strings.
 
         The returned Phase is also a context manager that ends the phase on exit:
         `with client.mark_phase("fill", run="3"): ...`.
         """
-        return Phase(self, self._mark(name, end, labels, phase_id))
+        return Phase(self, self._mark(name, end, labels, phase_id, parent_id))
 
     def subscribe(self, interval_multiple: int = 1, devices: Iterable[str] = (),
                   threads: Iterable[str] = (), replay_seconds: int = 0,

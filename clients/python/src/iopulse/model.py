@@ -241,7 +241,8 @@ class PhaseMark:
     monotonic_ns: int           # daemon's CLOCK_MONOTONIC (the clock of Update windows)
     id: int                     # rising, daemon-wide
     begin_id: int = 0           # end marks: the begin mark they close
-    parent_id: int = 0          # begin marks: the session's innermost open phase then, or 0
+    parent_id: int = 0          # begin marks: the phase it nests in (the one asked for, else
+                                # the session's innermost open phase then), or 0
     session: str = ""
     abandoned: bool = False     # ended by the daemon: its session's client went away
 

@@ -8,13 +8,14 @@ import sys
 import time
 from typing import Any
 
-from ..phases.importing import ImportRefused, check
+from ..phases.importing import KEEP_S, ImportRefused, check
 from ..record.reader import load
 from ..record.writer import append_json
 from .common import EXIT_OK, EXIT_USAGE, printable
 
 HELP = "list a run's phases, or import them from saved fio JSON, rados bench output, CBT"
 EXAMPLES = """examples:
+  iopulse phases run1.iopulse                  # the same as: iopulse phases list run1.iopulse
   iopulse phases list run1.iopulse
   iopulse phases import run1.iopulse fio-output.json
   iopulse phases import run1.iopulse rados-bench-write.txt --end-time 2026-11-23T10:15:00Z
@@ -38,8 +39,10 @@ CONNECTS = False
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("action", choices=("list", "import"))
-    s.add_argument("run", metavar="RUN")
+    s.usage = "iopulse phases [list] RUN [--json] | import RUN SOURCE... [options]"
+    s.add_argument("action", metavar="ACTION",
+                   help="list (the default: `iopulse phases RUN` lists) or import")
+    s.add_argument("run", metavar="RUN", nargs="?", help="a run file written by iopulse record")
     s.add_argument("sources", nargs="*", metavar="SOURCE",
                    help="import: fio JSON files, rados bench output files, CBT archive "
                         "directories")
@@ -106,7 +109,33 @@ def check_events(events: list[dict[str, Any]], now_ns: int) -> None:
                              "1970 is not a time a benchmark can have run (from 2000 to now)")
 
 
+def _interval_s(r: Any) -> float:
+    """The longest interval of the run's daemons (their Info's, else the longest window):
+    what a trimmed phase must keep to hold one."""
+    ns = max((h.info.interval_ns for h in r.hosts if h.info), default=0)
+    if not ns:
+        ns = max((w.end_monotonic_ns - w.start_monotonic_ns for h in r.hosts
+                  for w in h.windows), default=0)
+    return ns / 1e9 if ns else KEEP_S
+
+
+def _action(args: argparse.Namespace) -> str:
+    """'list' or 'import' with args.run set, or a usage message."""
+    if args.action not in ("list", "import"):
+        if args.run is not None:
+            return (f"iopulse phases: {printable(args.action)!r} is not an action: list "
+                    "or import (iopulse phases RUN lists the run's phases)")
+        args.action, args.run = "list", args.action
+    if args.run is None:
+        return f"iopulse phases {args.action}: name the RUN (a run file)"
+    return ""
+
+
 def run(args: argparse.Namespace) -> int:
+    bad = _action(args)
+    if bad:
+        print(bad, file=sys.stderr)
+        return EXIT_USAGE
     r = load(args.run)
     if args.action == "list":
         for p in r.phases():
@@ -122,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
             # names, labels and sources come from marks and imported files: their control
             # characters are escaped as report escapes them, never sent to the terminal
             print(printable(f"{'  ' * p.depth}{p.name:24} {when} {p.duration_s:8.1f}s  {how}"
-                            f"{'  abandoned' if p.abandoned else ''}  {p.label_text()}"))
+                            f"{'  abandoned' if p.abandoned else ''}"
+                            f"{'  end inferred' if p.end_inferred else ''}  {p.label_text()}"))
         return EXIT_OK
     if not args.sources:
         print("iopulse phases import: name at least one SOURCE", file=sys.stderr)
@@ -160,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
             e["imported_from"] = os.path.abspath(src)
         try:
             checked = check(events + got, existing, start, end, replace=args.replace,
-                            trim=args.trim_edges)
+                            trim=args.trim_edges, keep_s=_interval_s(r))
         except ImportRefused as e:
             print(f"iopulse phases import: {printable(src)}: {printable(str(e))}",
                   file=sys.stderr)

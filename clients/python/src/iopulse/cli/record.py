@@ -243,8 +243,10 @@ def _unmarked(plan: Any, broker: Broker, cmd: list[str], say: Any) -> int:
                    if key not in seen]
         if missing:
             lost += 1
+            ended = ("; its phase ends where the next stonewall group began, or fio ended, "
+                     "an inferred end the report notes" if missing == ["end"] else "")
             say(f"fio job {j.name!r}: its phase {' and '.join(missing)} was not "
-                "marked (fio did not run its hook)")
+                f"marked (fio did not run its hook: did the job die?){ended}")
     for e in broker.errors:
         lost += 1
         say(f"a phase mark failed: {e}")
@@ -357,6 +359,7 @@ def _record(args: argparse.Namespace, sigs: _Signals) -> int:
                            IOPULSE_TARGET=rec.clients[0].target, IOPULSE_RECORD=sock)
                 argv: list[str] = cmd
                 phases_of: Any = _no_keys
+                ends_before: Any = None
                 plan = None
                 if not args.no_detect and os.path.basename(cmd[0]) == "fio":
                     from ..phases import fio
@@ -369,11 +372,13 @@ def _record(args: argparse.Namespace, sigs: _Signals) -> int:
                         say(note)
                     if plan.jobs:
                         argv, phases_of = plan.argv, plan.phases_of
+                        ends_before = plan.ends_before
                         say(f"fio: {len(plan.jobs)} job(s) in "
                             f"{len({j.group for j in plan.jobs})} stonewall group(s) become "
                             "phases")
                 # hooks, and `iopulse mark` run by the command, mark through us on every host
-                broker = Broker(sock, phases_of, rec.begin, rec.end, hosts=len(rec.clients))
+                broker = Broker(sock, phases_of, rec.begin, rec.end, hosts=len(rec.clients),
+                                ends_before=ends_before)
                 relay = None
                 if not args.no_fio_json and os.path.basename(cmd[0]) == "fio":
                     argv, relay = _fio_output(argv, tmp, say)

@@ -65,24 +65,24 @@ def run(args: argparse.Namespace) -> int:
         con = console()
         if args.output != "-":
             with open(args.output, "w") as f:
-                Console(file=f, width=240).print(rich_report(r, rows, trows))
+                Console(file=f, width=240).print(rich_report(r, rows, trows, phases))
         else:
             if not con.is_terminal and "COLUMNS" not in os.environ:
                 con.width = 240
-            con.print(rich_report(r, rows, trows))
+            con.print(rich_report(r, rows, trows, phases))
         return EXIT_OK
     if args.format == "html":
         from ..data import require
         from ..report.html import html_report
 
         require("matplotlib", "--format html")
-        text = html_report(r, rows, trows)
+        text = html_report(r, rows, trows, phases=phases)
     elif args.format == "markdown":
-        text = markdown_report(r, rows, trows)
+        text = markdown_report(r, rows, trows, phases)
     elif args.format == "csv":
         text = csv_report(rows)
     else:
-        text = json_report(r, rows, trows)
+        text = json_report(r, rows, trows, phases)
     if args.output == "-":
         sys.stdout.write(text)
     else:

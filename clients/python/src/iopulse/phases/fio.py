@@ -110,6 +110,16 @@ class Plan:
         out.append((key, j.name, dict(j.labels, group=str(j.group + 1))))
         return out
 
+    def ends_before(self, key: str) -> list[str]:
+        """The phase ids that are over once hook key enters, innermost first: fio starts a
+        stonewall group only when every job before it is done, so a phase of an earlier group
+        still open then is a job's that died without running its exec_postrun (and its
+        group's)."""
+        g = self.jobs[int(key[3:])].group
+        earlier = [x for x in self.jobs if x.group < g]
+        return [f"job{x.index}" for x in earlier] + \
+            [f"group{n}" for n in sorted({x.group for x in earlier})]
+
 
 def _option(line: str) -> tuple[str, str]:
     k, sep, v = line.partition("=")

@@ -9,8 +9,10 @@
   with the same name is only noted: the marked one has exact edges.
 - Edge error: an edge may be off by the phase's accuracy_s, so IO of the phases beside it
   can be counted in it. Where 2 x accuracy_s is more than EDGE_SHARE of the phase this is
-  said, and trim moves both edges inward by accuracy_s (a phase too short for that is kept
-  as it is, and said so).
+  said, and trim moves both edges inward by accuracy_s. A phase that trimming would cut
+  shorter than the daemons' interval (a 3.001 s phase with 1.5 s of error per edge: to
+  1 ms) is kept whole, and said so: what is left must hold an interval, or the phase has no
+  figures at all.
 - Names and labels: held to what a mark may carry (1..128 printable characters for a name or
   a label key, 1,024 for a value, 32 labels): cut, or control characters written as escapes,
   with a notice naming the phase (bound_names).
@@ -31,6 +33,7 @@ from .model import LABELS_MAX, NAME_MAX, VALUE_MAX, Phase, bounded_text
 
 CLOCK_SLACK_S = 0.1       # clocks of NTP-synchronised hosts: milliseconds apart
 EDGE_SHARE = 0.10         # 2 x accuracy_s above this share of a phase: said (and trimmable)
+KEEP_S = 1.0              # trimmed only if this much is left (the daemon's default interval)
 
 
 class ImportRefused(ValueError):
@@ -142,11 +145,12 @@ def outside(events: Iterable[dict[str, Any]], start_ns: int, end_ns: int) -> lis
 
 
 def check(events: list[dict[str, Any]], existing: list[Phase], start_ns: int, end_ns: int,
-          *, replace: bool = False, trim: bool = False) -> Checked:
+          *, replace: bool = False, trim: bool = False, keep_s: float = KEEP_S) -> Checked:
     """The events to append (and the earlier imports they replace), or ImportRefused. Names
     and labels are first held to what a mark may carry (bound_names). Time and memory grow
     with the number of phases, never with its square: each phase is compared only with those
-    of its name that it overlaps."""
+    of its name that it overlaps. keep_s: the least a trimmed phase keeps (the longest
+    interval of the run's daemons)."""
     bad = outside(events, start_ns, end_ns)
     if bad:
         raise ImportRefused(_some(bad) + ": not this recording's output (or a clock far off)")
@@ -203,7 +207,7 @@ def check(events: list[dict[str, Any]], existing: list[Phase], start_ns: int, en
         raise ImportRefused(_some(dups) + ": --replace imports it again in place of the "
                             "earlier import")
     for e in res.events:
-        _edges(e, trim, res.notes)
+        _edges(e, trim, res.notes, keep_s)
     return res
 
 
@@ -251,7 +255,7 @@ def _some(problems: list[str], n: int = 5) -> str:
     return "; ".join(problems[:n]) + (f"; and {more} more" if more > 0 else "")
 
 
-def _edges(e: dict[str, Any], trim: bool, notes: list[str]) -> None:
+def _edges(e: dict[str, Any], trim: bool, notes: list[str], keep_s: float) -> None:
     acc = float(e.get("accuracy_s", 0.0))
     s, t = int(e["start_realtime_ns"]), int(e["end_realtime_ns"])
     dur = (t - s) / 1e9
@@ -262,10 +266,11 @@ def _edges(e: dict[str, Any], trim: bool, notes: list[str]) -> None:
         notes.append(f"phase {_name(e)} ({dur:.2f} s): each edge may be off by {acc:g} s, "
                      f"{share} of the phase in all: IO of the phases beside it can be counted "
                      f"in it (--trim-edges moves both edges {acc:g} s inward)")
-    elif dur <= 2 * acc:
-        notes.append(f"phase {_name(e)} ({dur:.2f} s) is not longer than twice its edge error "
-                     f"({acc:g} s): imported untrimmed, its counts may include its "
-                     "neighbours' IO")
+    elif dur - 2 * acc < max(keep_s, 1e-9):
+        notes.append(f"phase {_name(e)} ({dur:.3f} s): trimming both edges by its edge error "
+                     f"({acc:g} s) would leave {max(0.0, dur - 2 * acc):.3f} s, less than "
+                     f"the daemons' interval ({keep_s:g} s): kept whole, untrimmed; its "
+                     "counts may include its neighbours' IO")
     else:
         cut = int(acc * 1e9)
         e["start_realtime_ns"], e["end_realtime_ns"] = s + cut, t - cut

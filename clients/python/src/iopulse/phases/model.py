@@ -51,6 +51,8 @@ class Edges:
     end_real_ns: int = 0
     abandoned: bool = False     # the daemon ended it: the recorder went away or it stopped
     open: bool = False          # no end in the run
+    inferred: str = ""          # its own end never came: the recorder ended it when this
+                                # happened (the next stonewall group began, the command ended)
 
 
 @dataclass
@@ -79,6 +81,12 @@ class Phase:
     def abandoned(self) -> bool:
         return any(e.abandoned for e in self.hosts.values())
 
+    @property
+    def end_inferred(self) -> str:
+        """Why the phase's end was inferred ("" when it was marked): its tool never said it
+        ended (a fio job that died), so the recorder ended it when this happened."""
+        return next((e.inferred for e in self.hosts.values() if e.inferred), "")
+
     def label_text(self) -> str:
         return " ".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
 
@@ -104,7 +112,7 @@ class Phase:
                 "trimmed_s": self.trimmed_s, "parent": self.parent,
                 "depth": self.depth, "start_realtime_ns": self.start_real_ns,
                 "end_realtime_ns": self.end_real_ns, "duration_s": self.duration_s,
-                "abandoned": self.abandoned}
+                "abandoned": self.abandoned, "end_inferred": self.end_inferred}
 
 
 def _host_phases(marks: list[PhaseMark], windows: Sequence[Any], extra: list[PhaseMark]
@@ -148,8 +156,17 @@ def phases_of_run(run: RunLike) -> list[Phase]:
     order: list[tuple[Any, int]] = []
     names_by_id: dict[tuple[int, int], str] = {}
     noted: dict[int, list[PhaseMark]] = {}
+    asked: dict[tuple[int, int], int] = {}      # (host, begin id): the parent record asked for
+    inferred: dict[tuple[int, int], str] = {}   # (host, begin id): why its end was inferred
     for ev in run.events:
         if ev.get("type") == "mark":
+            host = int(ev["host"])
+            want = ev.get("parent_asked")
+            if isinstance(want, int) and not isinstance(want, bool) and not ev["end"]:
+                asked[(host, int(ev["id"]))] = want
+            why = ev.get("inferred")
+            if isinstance(why, str) and why and ev["end"]:
+                inferred[(host, int(ev.get("begin_id", 0)))] = bounded_text(why, VALUE_MAX)
             noted.setdefault(int(ev["host"]), []).append(PhaseMark(
                 ev["name"], dict(ev.get("labels", {})), bool(ev["end"]), int(ev["realtime_ns"]),
                 int(ev["monotonic_ns"]), int(ev["id"]), int(ev.get("begin_id", 0)),
@@ -165,7 +182,8 @@ def phases_of_run(run: RunLike) -> list[Phase]:
             key = (k, n)
             p = merged.get(key)
             if p is None:
-                parent = names_by_id.get((h.index, begin.parent_id))
+                parent = names_by_id.get(
+                    (h.index, asked.get((h.index, begin.id), begin.parent_id)))
                 p = Phase(begin.name, dict(begin.labels), parent=parent)
                 merged[key] = p
                 order.append(key)
@@ -173,6 +191,7 @@ def phases_of_run(run: RunLike) -> list[Phase]:
             if end is not None:
                 e.end_mono_ns, e.end_real_ns, e.abandoned = \
                     end.monotonic_ns, end.realtime_ns, end.abandoned
+                e.inferred = inferred.get((h.index, begin.id), "")
             elif last is not None:
                 e.open = True
                 e.end_mono_ns, e.end_real_ns = last.end_monotonic_ns, last.end_realtime_ns

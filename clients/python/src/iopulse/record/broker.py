@@ -1,30 +1,48 @@
 """The recorder's hook socket ($IOPULSE_RECORD for the recorded command): a tool's hooks
 (record/hook.py) enter and leave keys, the first enter of a phase begins it on every daemon,
 the last leave ends it; `iopulse mark` run by the command begins and ends named phases on
-every daemon the same way. One JSON line each way."""
+every daemon the same way. One JSON line each way.
+
+A key's phases nest in each other as phases_of lists them (a fio job in its stonewall group):
+each begin names the phase it nests in, so the keys that run at once are siblings under
+their common phase, not nested in the one begun before. A phase whose last leave never came
+(the tool's process died between its hooks) is ended when a key enters that runs only after
+it (ends_before: fio starts a stonewall group once every job before it is done), or when the
+command ends; such an end is marked as inferred in the run file."""
 from __future__ import annotations
 
 import json
 import os
 import socket
 import threading
-from typing import Callable
+from typing import Callable, Optional
 
 # (phase id, name, labels) of a key, outermost first
 PhaseSpec = tuple[str, str, dict[str, str]]
 
 
+# why a phase ended without its end mark, as the run file keeps it
+ENDED_BY_NEXT = "the next stonewall group began"
+ENDED_BY_COMMAND = "the command ended"
+
+
 class Broker:
     def __init__(self, path: str, phases_of: Callable[[str], list[PhaseSpec]],
-                 begin: Callable[[str, dict[str, str]], object],
-                 end: Callable[[object], object], hosts: int = 0) -> None:
-        """begin(name, labels) marks a begin on every daemon and returns a token (each
-        accepting daemon's mark by host); end(token) ends it. With hosts, a named mark that
-        fewer daemons accepted is an error to the caller."""
+                 begin: Callable[[str, dict[str, str], object], object],
+                 end: Callable[[object, str], object], hosts: int = 0,
+                 ends_before: Optional[Callable[[str], list[str]]] = None) -> None:
+        """begin(name, labels, parent) marks a begin on every daemon, nested in parent (a
+        token, or None: the session's innermost open phase), and returns a token (each
+        accepting daemon's mark by host); end(token, inferred) ends it (inferred: why, when
+        its own end never came). ends_before(key): the phase ids that are over once key
+        enters. With hosts, a named mark that fewer daemons accepted is an error to the
+        caller."""
         self.hosts = hosts
         self.path = path
         self._phases_of = phases_of
+        self._ends_before = ends_before or (lambda key: [])
         self._begin, self._end = begin, end
+        self.inferred: list[str] = []     # phase ids ended without their last leave
         self._count: dict[str, int] = {}
         self._token: dict[str, object] = {}
         self._named: dict[str, list[object]] = {}     # iopulse mark NAME: begun, not ended
@@ -80,11 +98,18 @@ class Broker:
         with self._lock:
             if op == "enter":
                 self.entered.add(key)
+                for pid in self._ends_before(key):
+                    if pid in self._token:
+                        self._end(self._token.pop(pid), ENDED_BY_NEXT)
+                        self._count.pop(pid, None)
+                        self.inferred.append(pid)
+                parent = None
                 for pid, name, labels in specs:
                     n = self._count.get(pid, 0)
                     if n == 0:
-                        self._token[pid] = self._begin(name, labels)
+                        self._token[pid] = self._begin(name, labels, parent)
                     self._count[pid] = n + 1
+                    parent = self._token.get(pid)
             elif op == "leave":
                 self.left.add(key)
                 for pid, _, _ in reversed(specs):
@@ -100,7 +125,7 @@ class Broker:
         """A named phase begun or ended on every daemon; the daemons' marks."""
         with self._lock:
             if not end:
-                token = self._begin(name, labels)
+                token = self._begin(name, labels, None)
                 self._named.setdefault(name, []).append(token)
                 marks = token
             else:
@@ -108,7 +133,7 @@ class Broker:
                 if not stack:
                     raise LookupError(f"no phase named '{name}' was begun in this recording")
                 token = stack.pop()
-                marks = self._end(token)
+                marks = self._end(token, "")
         got = len(marks or {})      # type: ignore[arg-type]
         if self.hosts and got < self.hosts:
             raise RuntimeError(f"{self.hosts - got} of {self.hosts} daemon(s) did not take the "
@@ -116,14 +141,16 @@ class Broker:
         return [dict(m.to_dict(), host=h) for h, m in (marks or {}).items()]  # type: ignore
 
     def end_all(self) -> None:
-        """End what is still open (the tool died between its hooks), innermost first."""
+        """End what is still open (the tool died between its hooks, or a named phase was
+        never ended), innermost first, as inferred ends."""
         with self._lock:
             for pid in reversed(list(self._token)):
-                self._end(self._token.pop(pid))
+                self._end(self._token.pop(pid), ENDED_BY_COMMAND)
+                self.inferred.append(pid)
             self._count.clear()
             for stack in self._named.values():
                 while stack:
-                    self._end(stack.pop())
+                    self._end(stack.pop(), ENDED_BY_COMMAND)
 
     def close(self) -> None:
         self._stop = True

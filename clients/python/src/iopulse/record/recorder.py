@@ -236,15 +236,22 @@ class Recorder:
         self.writer.write_json(obj)
 
     def mark(self, name: str, labels: dict[str, str], end: bool = False,
-             begin: Optional[dict[int, PhaseMark]] = None) -> dict[int, PhaseMark]:
+             begin: Optional[dict[int, PhaseMark]] = None,
+             parent: Optional[dict[int, PhaseMark]] = None,
+             inferred: str = "") -> dict[int, PhaseMark]:
         """Mark on every daemon at once; returns each host's mark (hosts that failed are left
-        out and reported). An end closes the given begins."""
+        out and reported). An end closes the given begins; a begin nests in the given parent
+        begins (each host's own), else in the session's innermost open phase. inferred: an
+        end made for a phase whose own end never came, and why (kept in the run file)."""
+        asked = {i: m.id for i, m in (parent or {}).items()} if not end else {}
+
         def one(i: int) -> Optional[PhaseMark]:
             if end and (begin is None or i not in begin):
                 return None
             try:
                 return self.clients[i].mark_phase(name, end=end,
                                                   phase_id=begin[i].id if end and begin else 0,
+                                                  parent_id=asked.get(i, 0),
                                                   **labels).mark
             except IopulseError as e:
                 self.mark_errors += 1
@@ -255,18 +262,25 @@ class Recorder:
         got = list(self._pool.map(one, range(len(self.clients))))
         marks = {i: m for i, m in enumerate(got) if m is not None}
         for i, m in marks.items():   # the daemon's answer, in case its Update never arrives
-            self.event({"type": "mark", "host": i, **m.to_dict()})
+            ev: dict[str, Any] = {"type": "mark", "host": i, **m.to_dict()}
+            if i in asked:          # a daemon from before parent_id nests it elsewhere
+                ev["parent_asked"] = asked[i]
+            if end and inferred:
+                ev["inferred"] = inferred
+            self.event(ev)
         return marks
 
-    def begin(self, name: str, labels: dict[str, str]) -> dict[int, PhaseMark]:
-        return self.mark(name, labels)
+    def begin(self, name: str, labels: dict[str, str],
+              parent: object = None) -> dict[int, PhaseMark]:
+        """A begin on every daemon, nested in parent (what begin returned) when given."""
+        return self.mark(name, labels, parent=parent)  # type: ignore[arg-type]
 
-    def end(self, token: object) -> dict[int, PhaseMark]:
+    def end(self, token: object, inferred: str = "") -> dict[int, PhaseMark]:
         begins: dict[int, PhaseMark] = token  # type: ignore[assignment]
         if not begins:
             return {}
         first = next(iter(begins.values()))
-        return self.mark(first.name, {}, end=True, begin=begins)
+        return self.mark(first.name, {}, end=True, begin=begins, inferred=inferred)
 
     def wait_caught_up(self, marks: dict[int, PhaseMark], timeout: float = 15.0,
                        stop: Callable[[], bool] = _never) -> None:

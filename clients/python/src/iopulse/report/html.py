@@ -8,6 +8,7 @@ import tempfile
 from typing import Any, Optional
 
 from ..analysis.metrics import Row, ThreadRow
+from ..phases.model import Phase
 from ..record.reader import Run
 from ..textfit import Grid
 from .tables import FIO_NOTE, LEGEND, grids, run_summary
@@ -66,6 +67,13 @@ def table(heads: list[str], rows: list[list[str]], left: int,
     return "\n".join(out)
 
 
+def _cell(c: str) -> str:
+    """A cell's text as HTML; leading spaces (a phase's depth in the tree) kept as no-break
+    spaces, which HTML does not collapse."""
+    name = c.lstrip(" ")
+    return "&nbsp;" * (len(c) - len(name)) + html.escape(name)
+
+
 def _img(path: str, alt: str) -> str:
     with open(path, "rb") as f:
         data = base64.b64encode(f.read()).decode()
@@ -85,15 +93,23 @@ def grid_table(g: Grid, phase_rows: bool = True) -> str:
     for n, r in enumerate(g.rows):
         rc = " class=\"phase\"" if phase_rows and n and r[0] else ""
         out.append(f"<tr{rc}>" + "".join(
-            f"<td class=\"{cls[i].strip()}\">{html.escape(c)}</td>" for i, c in enumerate(r))
+            f"<td class=\"{cls[i].strip()}\">{_cell(c)}</td>" for i, c in enumerate(r))
             + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
 
+def _cell(c: str) -> str:
+    """A cell's text as HTML; leading spaces (a phase's depth in the tree) kept as no-break
+    spaces, which HTML does not collapse."""
+    name = c.lstrip(" ")
+    return "&nbsp;" * (len(c) - len(name)) + html.escape(name)
+
+
 def html_report(run: Run, rows: list[Row], trows: list[ThreadRow],
-                plots: bool = True) -> str:
-    g = grids(run, rows, trows)
+                plots: bool = True, phases: Optional[list[Phase]] = None) -> str:
+    """phases: as for tables.grids()."""
+    g = grids(run, rows, trows, phases)
     body = [f"<h1>iopulse report: {html.escape(os.path.basename(run.path))}</h1>"]
     body += [f"<p class=\"note\">{html.escape(line)}</p>" for line in run_summary(run)]
     body.append("<h2>Phases</h2>" + grid_table(g.phases, phase_rows=False))

@@ -65,7 +65,18 @@ def phase_note(p: Phase) -> str:
             notes.append(f"trimmed {p.trimmed_s:g} s")
     if p.abandoned:
         notes.append("abandoned")
+    if p.end_inferred:
+        notes.append(f"no end mark: ended when {plain(p.end_inferred)}")
     return ", ".join(notes)
+
+
+def no_figures(run: Run, p: Phase) -> str:
+    """Why a phase of the report has no row: no interval of the daemons lies (mostly) inside
+    it, or none of its devices did IO."""
+    if any(p.updates(h.index, h.windows) for h in run.hosts):
+        return "no IO on its devices (--idle lists them)"
+    return (f"no figures: no interval of the daemon lies {'' if p.exact else 'mostly '}"
+            f"inside its {p.duration_s:.3g} s")
 
 
 def phase_title(r: Any) -> str:
@@ -187,19 +198,34 @@ def _variants(title: str, keys: list[Col], lines: list[_Line], values: list[Col]
     return tuple(out)
 
 
-def grids(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Grids:
-    numbers = phase_numbers(run)
+def _order(rows: list[Row], trows: list[ThreadRow], phases: Optional[list[Phase]]
+           ) -> list[Phase]:
+    """The phases of the rows, in the order of phases when given (then also those without a
+    row: a report never leaves out a phase it was asked for)."""
     order: list[Phase] = []
     for x in list(rows) + list(trows):
         if all(x.phase is not p for p in order):
             order.append(x.phase)
+    if phases is None:
+        return order
+    return [p for p in phases] + [p for p in order if all(p is not q for q in phases)]
+
+
+def grids(run: Run, rows: list[Row], trows: list[ThreadRow],
+          phases: Optional[list[Phase]] = None) -> Grids:
+    """phases: the phases asked for (all those of the rows when None); one without a row is
+    listed with why."""
+    numbers = phase_numbers(run)
+    order = _order(rows, trows, phases)
+    have = {id(x.phase) for x in list(rows) + list(trows)}
     num = {id(p): numbers.get((p.key, p.start_real_ns), 0) for p in order}
     hosts = sorted({r.host for r in rows} | {t.host for t in trows})
     aliases = host_aliases(run) if len(hosts) > 1 else None
     where = "" if aliases else f" on {plain(hosts[0])}" if hosts else ""
 
     # the phases
-    notes = [phase_note(p) for p in order]
+    notes = [", ".join(x for x in (phase_note(p), "" if id(p) in have else
+                                   no_figures(run, p)) if x) for p in order]
     pcols = [Col("phase", left=True, wrap=True), Col("s"),
              Col("labels", left=True, wrap=True)]
     if any(notes):
@@ -323,11 +349,13 @@ def settings_grids(run: Run, rows: list[Row], aliases: Optional[dict[str, str]],
                      [Col("device", left=True)], lines, cols, {}, aliases, phases=False), notes
 
 
-def rich_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> Any:
-    """The report for a terminal: laid out at the width it is printed at; nothing cut."""
+def rich_report(run: Run, rows: list[Row], trows: list[ThreadRow],
+                phases: Optional[list[Phase]] = None) -> Any:
+    """The report for a terminal: laid out at the width it is printed at; nothing cut.
+    phases: as for grids()."""
     from rich.text import Text
 
-    g = grids(run, rows, trows)
+    g = grids(run, rows, trows, phases)
     parts: list[Any] = [Text(plain(line)) for line in run_summary(run)]
     parts += [Text(""), g.phases, Text(""), g.ops, Text(LEGEND, style="dim"), Text(""),
               g.devices]
@@ -370,22 +398,32 @@ def csv_cell(v: Any) -> Any:
     return v
 
 
-def markdown_grid(g: Grid) -> str:
+def _md_depth(cell: str) -> str:
+    """A phase name indented two spaces per level as '› ' per level: a markdown renderer
+    drops leading spaces, and with them the phase tree."""
+    name = cell.lstrip(" ")
+    return "› " * ((len(cell) - len(name)) // 2) + name
+
+
+def markdown_grid(g: Grid, tree_col: int = -1) -> str:
+    """tree_col: the column of indented phase names (the phases table's)."""
     out = [f"## {_md_escape(g.title[:1].upper() + g.title[1:])}", "",
            "| " + " | ".join(_md_escape(c.header) for c in g.columns) + " |",
            "|" + "|".join("---" if c.left else "---:" for c in g.columns) + "|"]
-    out += ["| " + " | ".join(_md_escape(x) for x in r) + " |" for r in g.rows]
+    out += ["| " + " | ".join(_md_escape(_md_depth(x) if i == tree_col else x)
+                              for i, x in enumerate(r)) + " |" for r in g.rows]
     return "\n".join(out) + "\n"
 
 
-def markdown_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> str:
-    g = grids(run, rows, trows)
+def markdown_report(run: Run, rows: list[Row], trows: list[ThreadRow],
+                    phases: Optional[list[Phase]] = None) -> str:
+    g = grids(run, rows, trows, phases)
     out = io.StringIO()
     out.write(f"# iopulse report: {_md_escape(run.path)}\n\n")
     for line in run_summary(run):
         out.write(f"- {_md_escape(line)}\n")
-    for x in (g.phases, g.ops[0]):
-        out.write("\n" + markdown_grid(x))
+    out.write("\n" + markdown_grid(g.phases, tree_col=1))
+    out.write("\n" + markdown_grid(g.ops[0]))
     out.write(f"\n{_md_escape(LEGEND)}\n")
     for y in (g.devices, g.settings, g.threads):
         if y:
@@ -419,15 +457,16 @@ def csv_report(rows: list[Row]) -> str:
     return out.getvalue()
 
 
-def json_report(run: Run, rows: list[Row], trows: list[ThreadRow]) -> str:
+def json_report(run: Run, rows: list[Row], trows: list[ThreadRow],
+                asked: Optional[list[Phase]] = None) -> str:
+    """asked: as grids()' phases; a phase without a row has no_figures, why."""
     numbers = phase_numbers(run)
+    have = {id(x.phase) for x in list(rows) + list(trows)}
     phases = []
-    seen = set()
-    for r in list(rows) + list(trows):
-        if id(r.phase) not in seen:
-            seen.add(id(r.phase))
-            phases.append({"number": numbers.get((r.phase.key, r.phase.start_real_ns)),
-                           **r.phase.to_dict()})
+    for p in _order(rows, trows, asked):
+        phases.append({"number": numbers.get((p.key, p.start_real_ns)), **p.to_dict()})
+        if id(p) not in have:
+            phases[-1]["no_figures"] = no_figures(run, p)
     settings = run.settings
     doc = {"run": run.path, "header": run.header, "end": run.end, "damage": run.damage,
            "hosts": [{"index": h.index, "name": h.name, "target": h.target,

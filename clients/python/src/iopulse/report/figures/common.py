@@ -206,6 +206,8 @@ def _key_lines(entries: list[PhaseEntry]) -> list[str]:
     for e in entries:
         p = e.phase
         line = f"{e.number:>{w}} {p.name}  {e.start_s:.1f}-{e.end_s:.1f} s"
+        if p.end_inferred:      # its tool never marked the end (a fio job that died)
+            line += " (end inferred)"
         if e.children:
             kids = sorted(e.children)
             span = f"{kids[0]}-{kids[-1]}" if kids == list(range(kids[0], kids[-1] + 1)) \
