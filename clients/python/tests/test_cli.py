@@ -146,6 +146,25 @@ def test_mark_name_has_help(capsys):
     assert "NAME" in out and "the phase's name" in out
 
 
+@pytest.mark.parametrize("command, says", [
+    ("plot", ["png (default", "svg (vector"]),
+    ("export", ["csv (default", "parquet (typed", "jsonl (one JSON"]),
+])
+def test_format_options_have_help(command, says, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for s in says:
+        assert s in out, (s, out)
+
+
+def test_help_names_columns(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "$COLUMNS" in out and "160 columns" in out
+
+
 def test_ctrl_c_inside_grpc_wait_is_an_interrupt(monkeypatch, tmp_path):
     """grpcio 1.51 can turn a Ctrl-C inside its Condition.wait into "cannot release
     un-acquired lock" raised while the KeyboardInterrupt is handled: exit 130, no traceback;

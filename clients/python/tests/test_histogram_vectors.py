@@ -144,6 +144,27 @@ def test_percentiles_of_an_empty_histogram_and_bad_q():
         Histogram.from_values(5, [1, 2]).percentiles([50, 0])
 
 
+def test_count_and_fraction_above():
+    """How many IOs took over x: exact below 2**k, off by at most the count of the bucket
+    holding x above it, and the bucket's values fall where percentile() puts them."""
+    k = 3
+    values = [1, 2, 5, 7, 100, 1_000, 10_000, 10**9 + 10**8, 2 * 10**9]
+    h = Histogram.from_values(k, values)
+    assert h.count_above(-1) == 9 and h.fraction_above(-1) == 1.0
+    assert h.count_above(5) == 6            # exact: 7 and up
+    assert h.count_above(7) == 5
+    assert h.count_above(10**9) == 2 and h.fraction_above(10**9) == 2 / 9
+    assert h.count_above(2**40) == 0 and h.fraction_above(2**40) == 0.0
+    for x in (50, 99, 150, 999, 5_000, 9_000):
+        want = sum(v > x for v in values)
+        i = bucket_index(int(x), k)
+        slack = sum(1 for v in values if bucket_index(v, k) == i)
+        assert abs(h.count_above(x) - want) <= slack, x
+    # in agreement with the percentiles: p50's value is not above the median
+    assert h.count_above(h.percentile(50)) <= 9 // 2
+    assert Histogram(k).fraction_above(1) is None and Histogram(k).count_above(1) == 0
+
+
 def test_empty_histogram():
     e = Histogram(5)
     assert e.count == 0 and e.sum == 0 and e.cdf() == []

@@ -332,6 +332,20 @@ class Histogram:
                 break
         return out
 
+    def count_above(self, x: float) -> int:
+        """How many recorded values were above x (e.g. IOs slower than 1 s:
+        h.count_above(1e9)). A bucket wholly above x counts, one wholly at or below it does
+        not; the one bucket that holds x counts when its midpoint (the value percentile()
+        reports for it) is above x, so the answer is off by at most that bucket's count, and
+        exact below 2**precision."""
+        k = self.precision
+        return sum(c for i, c in self._counts.items() if _mid(i, k) > x)
+
+    def fraction_above(self, x: float) -> Optional[float]:
+        """count_above(x) as a fraction of count (0.0 to 1.0); None when empty."""
+        n = self.count
+        return self.count_above(x) / n if n else None
+
     def cdf(self) -> list[tuple[int, float]]:
         """(bucket upper bound, fraction of values <= it) for each non-empty bucket, rising;
         the last fraction is 1.0. Empty list when empty."""

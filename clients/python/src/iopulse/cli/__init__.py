@@ -43,6 +43,8 @@ EXAMPLES = """examples:
 
 The daemon is at --target, else $IOPULSE_TARGET, else %s.
 Options before the command (--target, --timeout, --connect-timeout) may also follow it.
+Tables (top, snapshot, report, compare) fold to the terminal's width, or $COLUMNS; to a pipe
+or file 160 columns (report 240) unless $COLUMNS is set.
 Exit status: 0 ok, 1 the daemon failed or cannot be reached, 2 usage error, 130 Ctrl-C.""" % DEFAULT_TARGET
 
 

@@ -33,7 +33,10 @@ CONNECTS = False
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("run", metavar="RUN")
-    s.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="csv")
+    s.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="csv",
+                   help="csv (default: any spreadsheet or tool), parquet (typed columns, "
+                        "compressed; needs pyarrow, iopulse[report]) or jsonl (one JSON "
+                        "object per line)")
     s.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="directory to write into (made if missing)")
 

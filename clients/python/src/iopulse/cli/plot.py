@@ -45,7 +45,9 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("run", metavar="RUN", help="a run file written by iopulse record")
     s.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="directory for the files (made if missing)")
-    s.add_argument("--format", choices=("png", "svg"), default="png")
+    s.add_argument("--format", choices=("png", "svg"), default="png",
+                   help="png (default: raster, any viewer) or svg (vector: scales, edits, "
+                        "larger files)")
 
 
 def run(args: argparse.Namespace) -> int:
