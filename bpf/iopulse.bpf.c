@@ -40,6 +40,7 @@ const volatile bool rq_records = true;
  */
 const volatile unsigned int rq_spares = 0;
 const volatile unsigned int bio_spares = 0;
+const volatile unsigned int compl_spares = 0;
 
 /* ---- maps ---- */
 
@@ -95,6 +96,20 @@ struct {
 	__type(value, struct iop_rq_set);
 	__uint(max_entries, IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS);
 } rq_recs SEC(".maps");
+
+/* The completions this CPU's block_rq_complete programs handled last (rq_logic.h). */
+struct compl_ring {
+	u64 fp[IOP_COMPL_RING];
+	u32 next;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, u32);
+	__type(value, struct compl_ring);
+	__uint(max_entries, 1);
+} compl_seen SEC(".maps");
 
 /* A sync call in progress, in the calling thread's task storage (ts 0: none). */
 struct sync_start {
@@ -678,6 +693,30 @@ static __always_inline bool rq_spare_done(u64 rq, u64 start_ns, u64 sector)
 }
 
 /*
+ * Whether the program at pos on block_rq_complete (0 the first, 1.. a spare) leaves the
+ * completion of fp alone, a program before it having handled it (rq_logic.h iop_compl_seen);
+ * else the completion is noted as handled, and handled by the caller.
+ */
+static __always_inline bool compl_done(u64 fp, const int pos)
+{
+	struct compl_ring *c;
+	u32 k = 0;
+
+	if (!compl_spares)
+		return false;
+	c = bpf_map_lookup_elem(&compl_seen, &k);
+	if (!c)
+		return false;
+	if (pos && iop_compl_seen(c->fp, fp))
+		return true;
+	c->fp[c->next & (IOP_COMPL_RING - 1)] = fp;
+	c->next++;
+	if (pos)
+		global_inc(IOP_G_SPARE_COMPLETE);
+	return false;
+}
+
+/*
  * pos: 0 the first program on the tracepoint, 1.. a spare after it (compat.bpf.h 10), called
  * only for the dispatches the ones before it did not record (rq_spare_done).
  */
@@ -734,6 +773,7 @@ static __always_inline int on_rq_issue(struct rq_view *v, const int pos)
 		r->flush_seq = grp == IOP_OP_FLUSH || (v->rq_flags & iop_rqf_flush_seq());
 		r->kdev = v->kdev;
 		r->fp = fp;
+		r->start_lo = (u32)v->start_ns;
 		r->slot = (u16)(slot + 1);
 		iop_publish(&r->d_ns, now);   /* publishes the record to the sweep */
 	}
@@ -813,6 +853,11 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 		return 0;
 	}
 	r = find_rq(v->rq);
+	if (r && iop_record_of_other_io(r->start_lo, v->start_ns)) {
+		count_unseen(r);   /* the request's previous IO, its completion unseen */
+		r->key = 0;
+		r = 0;
+	}
 	/* The data part of a PREFLUSH/FUA sequence ends once more when the sequence is done. */
 	if ((v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH) {
 		cnt_add(base, IOP_C_BYTES + grp, iop_stat_bytes(nr_bytes));
@@ -1082,13 +1127,30 @@ int iop_rq_issue_spare2(u64 *ctx)
 	return rq_issue_btf(ctx, 2);
 }
 
-SEC("tp_btf/block_rq_complete")
-int iop_rq_complete(u64 *ctx)
+/* The completion of the request in ctx[0], by the program at pos (compl_done). */
+static __always_inline bool compl_done_btf(u64 *ctx, const int pos)
+{
+	struct request *req = (struct request *)ctx[0];
+
+	return compl_spares &&
+	       compl_done(iop_compl_fingerprint(ptr_lo(ctx[0]), req->start_time_ns, req->__sector,
+						(unsigned int)ctx[2]), pos);
+}
+
+static __always_inline int rq_complete_btf(u64 *ctx, const int pos)
 {
 	struct rq_view v;
 
+	if (compl_done_btf(ctx, pos))
+		return 0;
 	rq_read_btf((struct request *)ctx[0], ctx[0], &v);
 	return on_rq_complete(&v, (int)ctx[1], (unsigned int)ctx[2]);
+}
+
+SEC("tp_btf/block_rq_complete")
+int iop_rq_complete(u64 *ctx)
+{
+	return rq_complete_btf(ctx, 0);
 }
 
 SEC("tp_btf/block_rq_requeue")
@@ -1101,15 +1163,47 @@ int iop_rq_requeue(u64 *ctx)
 	return on_rq_requeue(&v);
 }
 
-SEC("tp_btf/block_rq_complete")
-int iop_compl(u64 *ctx)
+static __always_inline int compl_btf(u64 *ctx, const int pos)
 {
 	struct request *rq = (struct request *)ctx[0];
 	struct rq_view v;
 
+	if (compl_done_btf(ctx, pos))
+		return 0;
 	rq_read_btf(rq, ctx[0], &v);
 	rq_read_btf_stamps(rq, &v);
 	return on_rq_complete_only(rq, &v, (int)ctx[1], (unsigned int)ctx[2], true);
+}
+
+SEC("tp_btf/block_rq_complete")
+int iop_compl(u64 *ctx)
+{
+	return compl_btf(ctx, 0);
+}
+
+/* The spares of the two completion programs: after both, so attached after them. */
+SEC("tp_btf/block_rq_complete")
+int iop_rq_complete_spare(u64 *ctx)
+{
+	return rq_complete_btf(ctx, 1);
+}
+
+SEC("tp_btf/block_rq_complete")
+int iop_rq_complete_spare2(u64 *ctx)
+{
+	return rq_complete_btf(ctx, 2);
+}
+
+SEC("tp_btf/block_rq_complete")
+int iop_compl_spare(u64 *ctx)
+{
+	return compl_btf(ctx, 1);
+}
+
+SEC("tp_btf/block_rq_complete")
+int iop_compl_spare2(u64 *ctx)
+{
+	return compl_btf(ctx, 2);
 }
 
 /* raw_tp fallbacks with the same bodies, for kernels without tp_btf. */
@@ -1196,24 +1290,73 @@ int iop_rq_issue_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
 	return rq_issue_core(ctx, 2);
 }
 
-SEC("raw_tp/block_rq_complete")
-int iop_rq_complete_raw(struct bpf_raw_tracepoint_args *ctx)
+static __always_inline bool compl_done_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
+{
+	struct request *req = (struct request *)ctx->args[0];
+
+	return compl_spares &&
+	       compl_done(iop_compl_fingerprint(ptr_lo(ctx->args[0]),
+						BPF_CORE_READ(req, start_time_ns),
+						BPF_CORE_READ(req, __sector),
+						(unsigned int)ctx->args[2]), pos);
+}
+
+static __always_inline int rq_complete_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
 {
 	struct rq_view v;
 
+	if (compl_done_core(ctx, pos))
+		return 0;
 	rq_read_core((struct request *)ctx->args[0], &v);
 	return on_rq_complete(&v, (int)ctx->args[1], (unsigned int)ctx->args[2]);
+}
+
+static __always_inline int compl_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
+{
+	struct request *rq = (struct request *)ctx->args[0];
+	struct rq_view v;
+
+	if (compl_done_core(ctx, pos))
+		return 0;
+	rq_read_core(rq, &v);
+	rq_read_core_stamps(rq, &v);
+	return on_rq_complete_only(rq, &v, (int)ctx->args[1], (unsigned int)ctx->args[2], false);
+}
+
+SEC("raw_tp/block_rq_complete")
+int iop_rq_complete_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_complete_core(ctx, 0);
 }
 
 SEC("raw_tp/block_rq_complete")
 int iop_compl_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	struct request *rq = (struct request *)ctx->args[0];
-	struct rq_view v;
+	return compl_core(ctx, 0);
+}
 
-	rq_read_core(rq, &v);
-	rq_read_core_stamps(rq, &v);
-	return on_rq_complete_only(rq, &v, (int)ctx->args[1], (unsigned int)ctx->args[2], false);
+SEC("raw_tp/block_rq_complete")
+int iop_rq_complete_spare_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_complete_core(ctx, 1);
+}
+
+SEC("raw_tp/block_rq_complete")
+int iop_rq_complete_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_complete_core(ctx, 2);
+}
+
+SEC("raw_tp/block_rq_complete")
+int iop_compl_spare_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return compl_core(ctx, 1);
+}
+
+SEC("raw_tp/block_rq_complete")
+int iop_compl_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return compl_core(ctx, 2);
 }
 
 SEC("raw_tp/block_rq_requeue")

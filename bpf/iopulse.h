@@ -65,6 +65,7 @@ enum iop_global_id {
 	IOP_G_SPARE_RQ = 6,
 	IOP_G_SPARE_BIO = 7,
 	IOP_G_SPARE_SPLIT = 8,
+	IOP_G_SPARE_COMPLETE = 9, /* completions a spare handled (rq_logic.h iop_compl_seen) */
 	IOP_G_MAX = 16,
 };
 
@@ -111,6 +112,7 @@ struct iop_rq_rec {
 	unsigned char flush_seq;      /* part of a flush sequence: not counted in diskstats' in_flight */
 	unsigned char pad0;
 	unsigned int kdev;            /* device (kernel dev_t) the request was dispatched to */
+	unsigned int start_lo;        /* low 32 bits of the IO's set-up time (rq_logic.h) */
 	unsigned long long fp;        /* which IO this is (rq_logic.h iop_rq_fingerprint) */
 };
 

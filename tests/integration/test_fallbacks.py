@@ -116,7 +116,7 @@ def test_without_tp_btf_raw_tp_counts_the_same(loopdev, daemon):
     assert mode == "raw_tp"
     assert {p for p in _programs(ivs) if not p.startswith(SYNC_PROGS)} == {
         "iop_bio_queue_raw", "iop_bio_split_raw", "iop_rq_issue_raw", "iop_rq_complete_raw",
-        "iop_rq_requeue_raw"}
+        "iop_rq_complete_spare_raw", "iop_rq_complete_spare2_raw", "iop_rq_requeue_raw"}
     assert got == {"read": truth.reads, "write": truth.writes}
     assert truth.reads + truth.writes == 8192
     # Every IO has a queue-wait sample but those the README names (a histogram's count is

@@ -466,6 +466,112 @@ START_TEST(test_split_of_an_unknown_parent_writes_no_time)
 }
 END_TEST
 
+/*
+ * The completion chain on one CPU (rq_logic.h iop_compl_seen): events nest as interrupts do,
+ * a program running in an outer event is busy for the nested ones (the kernel skips it), and
+ * each program notes the event before its work. nest[d] = where the event at depth d is
+ * interrupted by the one at depth d + 1: program (at / 3), phase (at % 3: 0 before its look,
+ * 1 between note and work, 2 after its work); -1: not interrupted.
+ */
+struct cpu {
+	int spares;
+	unsigned long long ring[IOP_COMPL_RING];
+	unsigned int next;
+	int busy[3];
+	int ran[4], handled[4];
+	unsigned long long first_skips, made_good;
+};
+
+static void compl_event(struct cpu *c, const int *nest, int depth, int ndepth)
+{
+	unsigned long long fp = iop_compl_fingerprint(0xffff888100000000ull + 0x200 * depth,
+						      1000 + depth, 8 * depth, 4096);
+	int pos, phase;
+
+	c->ran[depth] = 1;
+	for (pos = 0; pos <= c->spares; pos++) {
+		if (c->busy[pos]) {
+			c->first_skips += !pos;
+			continue;
+		}
+		c->busy[pos] = 1;
+		for (phase = 0; phase < 3; phase++) {
+			if (depth + 1 < ndepth && nest[depth] == pos * 3 + phase)
+				compl_event(c, nest, depth + 1, ndepth);
+			if (phase == 0) {
+				if (pos && iop_compl_seen(c->ring, fp))
+					break;
+				c->ring[c->next++ & (IOP_COMPL_RING - 1)] = fp;
+				c->made_good += pos > 0;
+			} else if (phase == 1) {
+				c->handled[depth]++;
+			}
+		}
+		c->busy[pos] = 0;
+	}
+}
+
+/*
+ * Every place an interrupt can complete another request inside the chain, two levels deep,
+ * for one and two spares: each completion is handled exactly once while a program is free
+ * for it, and the first program's skips less the spares' work is what went unhandled.
+ */
+START_TEST(test_completion_chain_handles_nested_completions_once)
+{
+	int spares, a, b, d;
+
+	for (spares = 1; spares <= 2; spares++) {
+		for (a = -1; a < 3 * (spares + 1); a++) {
+			for (b = -1; b < 3 * (spares + 1); b++) {
+				struct cpu c = { .spares = spares };
+				int nest[2] = { a, b }, unhandled = 0, levels = 0;
+
+				compl_event(&c, nest, 0, 3);
+				for (d = 0; d < 3; d++) {
+					ck_assert_int_le(c.handled[d], 1);
+					unhandled += c.ran[d] && !c.handled[d];
+					levels += c.ran[d];
+				}
+				/* an event nested twice finds two programs busy at most: two spares do */
+				if (spares == 2 || levels < 3)
+					ck_assert_int_eq(unhandled, 0);
+				ck_assert_uint_eq(c.first_skips - c.made_good, unhandled);
+			}
+		}
+	}
+}
+END_TEST
+
+/* Two completions of one request with the same byte count are told apart by where each starts. */
+START_TEST(test_completion_fingerprint_tells_events_apart)
+{
+	unsigned long long a = iop_compl_fingerprint(0xffff888100001000ull, 5000, 2048, 4096);
+
+	ck_assert(a != iop_compl_fingerprint(0xffff888100001000ull, 5000, 2056, 4096));
+	ck_assert(a != iop_compl_fingerprint(0xffff888100001000ull, 5001, 2048, 4096));
+	ck_assert(a != iop_compl_fingerprint(0xffff888100002000ull, 5000, 2048, 4096));
+	ck_assert(a != iop_compl_fingerprint(0xffff888100001000ull, 5000, 2048, 8192));
+	ck_assert(iop_compl_fingerprint(0, 0, 0, 0) != 0);   /* never an empty ring entry */
+}
+END_TEST
+
+/*
+ * A completion holds its request's record to the IO it completes: the same IO over a requeue
+ * or after partial completions (its set-up time is the request's until it is set up again),
+ * another IO once the request was set up again (a later set-up time, or an earlier one that
+ * wrapped the low 32 bits).
+ */
+START_TEST(test_completion_tells_a_record_of_another_io)
+{
+	const unsigned long long t = 1764000000123456789ull;
+
+	ck_assert(!iop_record_of_other_io((unsigned int)t, t));
+	ck_assert(iop_record_of_other_io((unsigned int)t, t + 1000));
+	ck_assert(iop_record_of_other_io((unsigned int)(t + 1000), t));
+	ck_assert(iop_record_of_other_io((unsigned int)t, t + (1ull << 31)));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rq_logic");
@@ -487,6 +593,9 @@ int main(void)
 	tcase_add_test(tc, test_bio_dups_are_the_other_ways_of_the_key);
 	tcase_add_test(tc, test_split_never_takes_a_record_left_under_its_key);
 	tcase_add_test(tc, test_split_of_an_unknown_parent_writes_no_time);
+	tcase_add_test(tc, test_completion_chain_handles_nested_completions_once);
+	tcase_add_test(tc, test_completion_fingerprint_tells_events_apart);
+	tcase_add_test(tc, test_completion_tells_a_record_of_another_io);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
