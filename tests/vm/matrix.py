@@ -15,6 +15,7 @@ installed into build/vmenv (the version pinned in tests/vm/requirements.txt). Di
 are sparse files under the cache, removed at the end; qemu is stopped by its process group.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -23,9 +24,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import blktruth
+from fetch import Apt, fetch_kernel, kernel_config, log, read_kernels, run
 
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VMDIR = os.path.join(REPO, "tests", "vm")
@@ -43,31 +46,9 @@ STACK_DISKS = {"lvm-linear": 1, "lvm-striped": 2, "md-raid1": 2}   # spare disks
 STACK_DISK_MIB = 160
 MODES = ["full", "request", "completion"]   # guest.py MODE_FLAGS
 GUEST_OUT = "/tmp/iopulse-vm-out"   # the guest's path of the kernel's output directory
-ARCHIVE = {"": "http://deb.debian.org/debian",
-           "-security": "http://deb.debian.org/debian-security"}
-
-
-def log(msg):
-    print(f"[vm {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def run(argv, **kw):
-    return subprocess.run(argv, check=True, **kw)
 
 
 # --------------------------------------------------------------------------- kernels --
-
-def read_kernels(path):
-    out = []
-    with open(path) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                label, pkg, ver, suite, *expect = line.split()
-                out.append({"label": label, "package": pkg, "version": ver, "suite": suite,
-                            "expect": expect[0] if expect else ""})
-    return out
-
 
 def read_known(path):
     """kernel label -> reason prefixes of tests/vm/known-failures.txt"""
@@ -108,102 +89,6 @@ def feature_mismatch(expect, feats):
         if got.get(key) != want:
             bad.append(f"{key} {got.get(key)} (expected {want})")
     return bad
-
-
-class Apt:
-    """apt-get with a state, cache and sources.list of its own: the machine's apt config
-    and lists stay untouched."""
-
-    def __init__(self, root, suites):
-        self.root = root
-        for d in ("state/lists/partial", "cache/archives/partial", "etc/sources.list.d",
-                  "etc/preferences.d"):
-            os.makedirs(os.path.join(root, d), exist_ok=True)
-        status = os.path.join(root, "state/status")
-        if not os.path.exists(status):
-            open(status, "w").close()
-        lines = []
-        for s in sorted(set(suites)):
-            uri = ARCHIVE["-security" if s.endswith("-security") else ""]
-            lines.append(f"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
-                         f"{uri} {s} main\n")
-        src = os.path.join(root, "etc/sources.list")
-        old = open(src).read() if os.path.exists(src) else None
-        if old != "".join(lines):
-            with open(src, "w") as f:
-                f.writelines(lines)
-            self.updated = False
-        else:
-            self.updated = None     # lists may be there already
-        self.opts = ["-o", "APT::Sandbox::User=root"]   # the cache is root's: no _apt
-        for k, v in (("Dir::State", "state"), ("Dir::State::status", "state/status"),
-                     ("Dir::Cache", "cache"), ("Dir::Etc::SourceList", "etc/sources.list"),
-                     ("Dir::Etc::SourceParts", "etc/sources.list.d"),
-                     ("Dir::Etc::Preferences", "etc/preferences"),
-                     ("Dir::Etc::PreferencesParts", "etc/preferences.d")):
-            self.opts += ["-o", f"{k}={os.path.join(root, v)}"]
-
-    def has(self, pkg, ver):
-        r = subprocess.run(["apt-cache"] + self.opts + ["show", f"{pkg}={ver}"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return r.returncode == 0
-
-    def update(self):
-        log("apt-get update (own state under the cache)")
-        run(["apt-get"] + self.opts + ["update", "-qq"])
-        self.updated = True
-
-    def download(self, pkg, ver, dest):
-        if not self.has(pkg, ver) and not self.updated:
-            self.update()
-        if not self.has(pkg, ver):
-            raise RuntimeError(f"{pkg}={ver} is not in the archive any more: "
-                               f"pick a current version in tests/vm/kernels.txt")
-        argv = ["apt-get"] + self.opts + ["download", "-qq", f"{pkg}={ver}"]
-        if subprocess.run(argv, cwd=dest).returncode == 0:
-            return
-        if self.updated:
-            raise RuntimeError(f"apt-get download {pkg}={ver} failed")
-        self.update()               # lists older than the archive: once more with new ones
-        run(argv, cwd=dest)
-
-
-def fetch_kernel(k, cache, apt):
-    """Unpacked package dir and the kernel image in it."""
-    debs = os.path.join(cache, "debs")
-    os.makedirs(debs, exist_ok=True)
-    deb = os.path.join(debs, f"{k['package']}_{k['version'].replace(':', '%3a')}_amd64.deb")
-    if not os.path.exists(deb):
-        log(f"downloading {k['package']}={k['version']}")
-        apt.download(k["package"], k["version"], debs)
-    if not os.path.exists(deb):
-        raise RuntimeError(f"apt-get download left no {deb}")
-    unpacked = os.path.join(cache, "kernels", f"{k['package']}_{k['version']}")
-    if not os.path.isdir(os.path.join(unpacked, "boot")):
-        tmp = unpacked + ".tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-        run(["dpkg-deb", "-x", deb, tmp])
-        os.rename(tmp, unpacked)
-    release = k["package"][len("linux-image-"):]
-    kimg = os.path.join(unpacked, "boot", f"vmlinuz-{release}")
-    config = os.path.join(unpacked, "boot", f"config-{release}")
-    if not os.path.exists(kimg):
-        raise RuntimeError(f"no {kimg} in {deb}")
-    return unpacked, kimg, config, release
-
-
-def kernel_config(path):
-    cfg = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.startswith("CONFIG_") and "=" in line:
-                    key, val = line.strip().split("=", 1)
-                    cfg[key] = val
-    except OSError:
-        pass
-    return cfg
 
 
 # ---------------------------------------------------------------------------- virtme --
@@ -318,7 +203,7 @@ def fail_cell(label, ctl, sched, reason):
             "features": None, "reasons": [reason]}
 
 
-def run_kernel(k, args, vng, apt, out_root, current):
+def run_kernel(k, args, vng, apt, out_root, current, fetch_error=None):
     label = k["label"]
     out = os.path.join(out_root, label)
     shutil.rmtree(out, ignore_errors=True)
@@ -327,6 +212,8 @@ def run_kernel(k, args, vng, apt, out_root, current):
             "suite": k["suite"], "errors": []}
     controllers = args.controllers.split(",")
     try:
+        if fetch_error:
+            raise RuntimeError(fetch_error)
         unpacked, kimg, config, release = fetch_kernel(k, args.cache, apt)
     except Exception as e:
         info["errors"].append(f"kernel not available: {e}")
@@ -337,6 +224,8 @@ def run_kernel(k, args, vng, apt, out_root, current):
         args.modes[:1]
     info["modes"] = modes
     scheds = expected_cells(label, kernel_config(config))
+    if args.bfq_on is not None and label not in args.bfq_on:
+        scheds = [x for x in scheds if x != "bfq"]
     imgdir = tempfile.mkdtemp(prefix="disks-", dir=args.cache)
     current["imgdir"] = imgdir
     guest = None
@@ -496,6 +385,12 @@ def main():
     ap.add_argument("--all-modes-on", metavar="LABELS", default=None,
                     help="comma-separated kernel labels that run every mode of --modes; the "
                          "others run its first only (default: every kernel runs them all)")
+    ap.add_argument("--bfq-on", metavar="LABELS", default=None,
+                    help="comma-separated kernel labels with a bfq column; the others run "
+                         "none and mq-deadline only (default: every kernel that has bfq)")
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                    help="kernels booted at once (default: 2, 1 on a single CPU); a TCG "
+                         "guest keeps about one CPU busy")
     ap.add_argument("--mode", choices=MODES,
                     help="one mode only (--modes MODE)")
     ap.add_argument("--no-latency", dest="latency", action="store_false",
@@ -504,6 +399,8 @@ def main():
     args.modes = [args.mode] if args.mode else [m for m in args.modes.split(",") if m]
     if args.all_modes_on is not None:
         args.all_modes_on = {x for x in args.all_modes_on.split(",") if x}
+    if args.bfq_on is not None:
+        args.bfq_on = {x for x in args.bfq_on.split(",") if x}
     for m in args.modes:
         if m not in MODES:
             ap.error(f"unknown mode {m} (known: {', '.join(MODES)})")
@@ -532,14 +429,16 @@ def main():
                "fio_seconds": args.seconds, "modes": args.modes, "kernels": [], "cells": [],
                "errors": []}
     t0 = time.monotonic()
-    current = {"guest": None, "imgdir": None}
+    running: dict[str, dict] = {}     # label -> its guest and disk images while it runs
+    lock = threading.Lock()
 
     def on_signal(sig, _frame):
-        if current["guest"]:
-            current["guest"].stop()
-        if current["imgdir"]:
-            shutil.rmtree(current["imgdir"], ignore_errors=True)
-        sys.exit(128 + sig)
+        for cur in list(running.values()):
+            if cur.get("guest"):
+                cur["guest"].stop()
+            if cur.get("imgdir"):
+                shutil.rmtree(cur["imgdir"], ignore_errors=True)
+        os._exit(128 + sig)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
 
@@ -575,25 +474,52 @@ def main():
             problems.append(f"qemu-system-x86_64 cannot run: {r.stdout.strip()[-200:]}")
     apt = Apt(os.path.join(args.cache, "apt"), [k["suite"] for k in kernels])
 
-    for k in kernels:
+    # downloads one at a time (one apt state), then the boots side by side: a TCG guest
+    # keeps about one CPU busy, so args.jobs guests take about 1/jobs of the time
+    fetched: dict[str, str] = {}
+    if not problems:
+        for k in kernels:
+            try:
+                fetch_kernel(k, args.cache, apt)
+            except Exception as e:
+                fetched[k["label"]] = str(e)
+
+    def one(k):
         if problems:
             info = {"label": k["label"], "package": k["package"], "version": k["version"],
                     "suite": k["suite"], "errors": list(problems)}
-            cells = [fail_cell(k["label"], c, s, "; ".join(problems))
-                     for c, s in expected(args.controllers.split(","), BASE_SCHEDULERS,
-                                          args.extra)]
-        else:
-            info, cells = run_kernel(k, args, vng, apt, args.out, current)
-        results["kernels"].append(info)
-        results["cells"] += cells
-        for c in cells:
-            print(cell_line(c), flush=True)
-        for e in info["errors"]:
-            log(f"{k['label']}: ERROR {e}")
-        if "seconds" in info:
-            log(f"{k['label']}: {info['seconds']} s")
-        with open(os.path.join(args.out, "results.json"), "w") as f:
-            json.dump(results, f, indent=1)
+            return info, [fail_cell(k["label"], c, s, "; ".join(problems))
+                          for c, s in expected(args.controllers.split(","), BASE_SCHEDULERS,
+                                               args.extra)]
+        cur: dict = {}
+        with lock:
+            running[k["label"]] = cur
+        try:
+            return run_kernel(k, args, vng, apt, args.out, cur, fetched.get(k["label"]))
+        finally:
+            with lock:
+                running.pop(k["label"], None)
+
+    def record(k, info, cells):
+        with lock:
+            results["kernels"].append(info)
+            results["cells"] += cells
+            for c in cells:
+                print(cell_line(c), flush=True)
+            for e in info["errors"]:
+                log(f"{k['label']}: ERROR {e}")
+            if "seconds" in info:
+                log(f"{k['label']}: {info['seconds']} s")
+            with open(os.path.join(args.out, "results.json"), "w") as f:
+                json.dump(results, f, indent=1)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futs = {pool.submit(one, k): k for k in kernels}
+        for fut in concurrent.futures.as_completed(futs):
+            record(futs[fut], *fut.result())
+    order = {k["label"]: i for i, k in enumerate(kernels)}
+    results["kernels"].sort(key=lambda i: order[i["label"]])
+    results["cells"].sort(key=lambda c: order.get(c["kernel"], 1 << 30))   # stable
 
     results["seconds"] = round(time.monotonic() - t0, 1)
     known = read_known(os.path.join(VMDIR, "known-failures.txt"))
