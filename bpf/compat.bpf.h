@@ -66,7 +66,7 @@
  *    other task on that CPU is skipped (counted in the program's recursion_misses). Before
  *    7.0 only an interrupt arriving inside a program could do that: the completion program,
  *    which runs wherever drivers complete requests, has spares on every kernel for it
- *    (rq_logic.h iop_compl_seen). block_rq_issue fires in the submitting task where no scheduler
+ *    (rq_logic.h iop_spare_completes). block_rq_issue fires in the submitting task where no scheduler
  *    holds the request (blk_mq_try_issue_directly, the plug flush), so a dispatch missed
  *    this way left its IO without a record: counted at completion, not timed (1-3.6% of
  *    IOs with scheduler none on 7.2 and 7.3 in VMs); block_bio_queue and block_split fire

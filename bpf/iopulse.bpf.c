@@ -40,7 +40,6 @@ const volatile bool rq_records = true;
  */
 const volatile unsigned int rq_spares = 0;
 const volatile unsigned int bio_spares = 0;
-const volatile unsigned int compl_spares = 0;
 
 /* ---- maps ---- */
 
@@ -96,20 +95,6 @@ struct {
 	__type(value, struct iop_rq_set);
 	__uint(max_entries, IOP_MAX_INFLIGHT_DEFAULT / IOP_WAYS);
 } rq_recs SEC(".maps");
-
-/* The completions this CPU's block_rq_complete programs handled last (rq_logic.h). */
-struct compl_ring {
-	u64 fp[IOP_COMPL_RING];
-	u32 next;
-	u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, u32);
-	__type(value, struct compl_ring);
-	__uint(max_entries, 1);
-} compl_seen SEC(".maps");
 
 /* A sync call in progress, in the calling thread's task storage (ts 0: none). */
 struct sync_start {
@@ -693,27 +678,18 @@ static __always_inline bool rq_spare_done(u64 rq, u64 start_ns, u64 sector)
 }
 
 /*
- * Whether the program at pos on block_rq_complete (0 the first, 1.. a spare) leaves the
- * completion of fp alone, a program before it having handled it (rq_logic.h iop_compl_seen);
- * else the completion is noted as handled, and handled by the caller.
+ * Whether a spare on block_rq_complete completes the request v holds (rq_logic.h
+ * iop_spare_completes): its record of this IO is still open, the programs before it skipped.
  */
-static __always_inline bool compl_done(u64 fp, const int pos)
+static __always_inline bool rq_spare_completes(struct rq_view *v, unsigned int nr_bytes)
 {
-	struct compl_ring *c;
-	u32 k = 0;
+	struct iop_rq_rec *r = find_rq(v->rq);
+	int grp = op_group(v);
 
-	if (!compl_spares)
-		return false;
-	c = bpf_map_lookup_elem(&compl_seen, &k);
-	if (!c)
-		return false;
-	if (pos && iop_compl_seen(c->fp, fp))
-		return true;
-	c->fp[c->next & (IOP_COMPL_RING - 1)] = fp;
-	c->next++;
-	if (pos)
-		global_inc(IOP_G_SPARE_COMPLETE);
-	return false;
+	return iop_spare_completes(nr_bytes >= v->data_len,
+				   (v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH,
+				   r != 0, r && iop_record_of_other_io(r->start_lo, v->start_ns),
+				   r && *(volatile u64 *)&r->d_ns != 0);
 }
 
 /*
@@ -1127,23 +1103,15 @@ int iop_rq_issue_spare2(u64 *ctx)
 	return rq_issue_btf(ctx, 2);
 }
 
-/* The completion of the request in ctx[0], by the program at pos (compl_done). */
-static __always_inline bool compl_done_btf(u64 *ctx, const int pos)
-{
-	struct request *req = (struct request *)ctx[0];
-
-	return compl_spares &&
-	       compl_done(iop_compl_fingerprint(ptr_lo(ctx[0]), req->start_time_ns, req->__sector,
-						(unsigned int)ctx[2]), pos);
-}
-
 static __always_inline int rq_complete_btf(u64 *ctx, const int pos)
 {
 	struct rq_view v;
 
-	if (compl_done_btf(ctx, pos))
-		return 0;
 	rq_read_btf((struct request *)ctx[0], ctx[0], &v);
+	if (pos && !rq_spare_completes(&v, (unsigned int)ctx[2]))
+		return 0;
+	if (pos)
+		global_inc(IOP_G_SPARE_COMPLETE);
 	return on_rq_complete(&v, (int)ctx[1], (unsigned int)ctx[2]);
 }
 
@@ -1163,25 +1131,18 @@ int iop_rq_requeue(u64 *ctx)
 	return on_rq_requeue(&v);
 }
 
-static __always_inline int compl_btf(u64 *ctx, const int pos)
+SEC("tp_btf/block_rq_complete")
+int iop_compl(u64 *ctx)
 {
 	struct request *rq = (struct request *)ctx[0];
 	struct rq_view v;
 
-	if (compl_done_btf(ctx, pos))
-		return 0;
 	rq_read_btf(rq, ctx[0], &v);
 	rq_read_btf_stamps(rq, &v);
 	return on_rq_complete_only(rq, &v, (int)ctx[1], (unsigned int)ctx[2], true);
 }
 
-SEC("tp_btf/block_rq_complete")
-int iop_compl(u64 *ctx)
-{
-	return compl_btf(ctx, 0);
-}
-
-/* The spares of the two completion programs: after both, so attached after them. */
+/* The spares of the completion program: after it, so attached after it. */
 SEC("tp_btf/block_rq_complete")
 int iop_rq_complete_spare(u64 *ctx)
 {
@@ -1192,18 +1153,6 @@ SEC("tp_btf/block_rq_complete")
 int iop_rq_complete_spare2(u64 *ctx)
 {
 	return rq_complete_btf(ctx, 2);
-}
-
-SEC("tp_btf/block_rq_complete")
-int iop_compl_spare(u64 *ctx)
-{
-	return compl_btf(ctx, 1);
-}
-
-SEC("tp_btf/block_rq_complete")
-int iop_compl_spare2(u64 *ctx)
-{
-	return compl_btf(ctx, 2);
 }
 
 /* raw_tp fallbacks with the same bodies, for kernels without tp_btf. */
@@ -1290,37 +1239,16 @@ int iop_rq_issue_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
 	return rq_issue_core(ctx, 2);
 }
 
-static __always_inline bool compl_done_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
-{
-	struct request *req = (struct request *)ctx->args[0];
-
-	return compl_spares &&
-	       compl_done(iop_compl_fingerprint(ptr_lo(ctx->args[0]),
-						BPF_CORE_READ(req, start_time_ns),
-						BPF_CORE_READ(req, __sector),
-						(unsigned int)ctx->args[2]), pos);
-}
-
 static __always_inline int rq_complete_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
 {
 	struct rq_view v;
 
-	if (compl_done_core(ctx, pos))
-		return 0;
 	rq_read_core((struct request *)ctx->args[0], &v);
-	return on_rq_complete(&v, (int)ctx->args[1], (unsigned int)ctx->args[2]);
-}
-
-static __always_inline int compl_core(struct bpf_raw_tracepoint_args *ctx, const int pos)
-{
-	struct request *rq = (struct request *)ctx->args[0];
-	struct rq_view v;
-
-	if (compl_done_core(ctx, pos))
+	if (pos && !rq_spare_completes(&v, (unsigned int)ctx->args[2]))
 		return 0;
-	rq_read_core(rq, &v);
-	rq_read_core_stamps(rq, &v);
-	return on_rq_complete_only(rq, &v, (int)ctx->args[1], (unsigned int)ctx->args[2], false);
+	if (pos)
+		global_inc(IOP_G_SPARE_COMPLETE);
+	return on_rq_complete(&v, (int)ctx->args[1], (unsigned int)ctx->args[2]);
 }
 
 SEC("raw_tp/block_rq_complete")
@@ -1332,7 +1260,12 @@ int iop_rq_complete_raw(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/block_rq_complete")
 int iop_compl_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	return compl_core(ctx, 0);
+	struct request *rq = (struct request *)ctx->args[0];
+	struct rq_view v;
+
+	rq_read_core(rq, &v);
+	rq_read_core_stamps(rq, &v);
+	return on_rq_complete_only(rq, &v, (int)ctx->args[1], (unsigned int)ctx->args[2], false);
 }
 
 SEC("raw_tp/block_rq_complete")
@@ -1345,18 +1278,6 @@ SEC("raw_tp/block_rq_complete")
 int iop_rq_complete_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	return rq_complete_core(ctx, 2);
-}
-
-SEC("raw_tp/block_rq_complete")
-int iop_compl_spare_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return compl_core(ctx, 1);
-}
-
-SEC("raw_tp/block_rq_complete")
-int iop_compl_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	return compl_core(ctx, 2);
 }
 
 SEC("raw_tp/block_rq_requeue")

@@ -65,7 +65,7 @@ enum iop_global_id {
 	IOP_G_SPARE_RQ = 6,
 	IOP_G_SPARE_BIO = 7,
 	IOP_G_SPARE_SPLIT = 8,
-	IOP_G_SPARE_COMPLETE = 9, /* completions a spare handled (rq_logic.h iop_compl_seen) */
+	IOP_G_SPARE_COMPLETE = 9, /* completions a spare handled (rq_logic.h iop_spare_completes) */
 	IOP_G_MAX = 16,
 };
 

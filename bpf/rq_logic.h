@@ -249,40 +249,19 @@ static inline unsigned long long iop_mark_after(int pos, int spares, unsigned lo
  * completes another request on the CPU while the completion program runs there finds the
  * program busy, and the kernel skips it for that event (its recursion_misses), on every
  * kernel: with five disks busy at once under qemu, 61 completions in 3 minutes. Such an IO
- * was counted only when the in-flight sweep retired its record (completion_unseen), and not
- * at all when its request was set up again first. So spares follow the first completion
- * program on every kernel (as the dispatch's do from 7.0, compat.bpf.h 10): the program that
- * handles a completion notes its fingerprint in the CPU's ring of the last IOP_COMPL_RING
- * handled before it starts, and a spare that finds its event's fingerprint there leaves it.
- * Between a program's note and its spares' look only the completions of interrupts nested
- * in between are noted (a few), so the note is still in the ring.
+ * was counted only when the in-flight sweep retired its record (completion_unseen). So two
+ * spares follow the first completion program on every kernel (as the dispatch's do from 7.0,
+ * compat.bpf.h 10). A spare completes only an IO the programs before it left whole: a
+ * request completed whole (not a part, not the data part of a flush sequence, which end once
+ * more) whose record is of this IO and still open. Closing a record is a compare-and-swap of
+ * its dispatch time (take_ownership), so no two programs count one IO; a completion with no
+ * such record that the first was skipped for (an empty PREFLUSH write, a dispatch not
+ * recorded, a part) stays lost, and counted in missed_events.
  */
-#define IOP_COMPL_RING 8
-
-/*
- * One completion event: the request (the low 32 bits of its address), the IO it holds, where
- * this completion starts, its bytes.
- */
-static inline unsigned long long iop_compl_fingerprint(unsigned long long rq,
-						       unsigned long long start_ns,
-						       unsigned long long sector,
-						       unsigned int nr_bytes)
+static inline int iop_spare_completes(int whole, int flush_seq_data, int has_record,
+				      int other_io, int open)
 {
-	unsigned long long fp = rq ^ iop_rq_fingerprint(start_ns, sector) ^
-				((unsigned long long)nr_bytes << 40);
-
-	return fp ? fp : 1;   /* 0 is an empty ring entry */
-}
-
-/* Whether a program before this spare handled the completion of fp (ring: IOP_COMPL_RING). */
-static inline int iop_compl_seen(const unsigned long long *ring, unsigned long long fp)
-{
-	int i;
-
-	for (i = 0; i < IOP_COMPL_RING; i++)
-		if (ring[i] == fp)
-			return 1;
-	return 0;
+	return whole && !flush_seq_data && has_record && !other_io && open;
 }
 
 /*

@@ -75,6 +75,7 @@ static struct iop_rq_rec *copy_one(const struct iop_rq_rec *o, struct iop_rq_rec
 	w->flush_seq = o->flush_seq;
 	w->kdev = o->kdev;
 	w->fp = o->fp;
+	w->start_lo = o->start_lo;
 	__atomic_store_n(&w->d_ns, d, __ATOMIC_RELAXED);
 	/* shown whole; a full barrier before the original is looked at again (x86 would let the
 	 * load pass the store): a completion that ends the original after that look finds the copy */

@@ -29,18 +29,16 @@
  * Spare programs after the first on block_rq_issue, block_bio_queue and block_split where
  * tracepoint programs run preemptible (compat.bpf.h 10). With one spare, an event is lost
  * when two tasks on a CPU are preempted inside the two programs at once; with two, three.
- * The completion program has spares on every kernel: an interrupt that completes a request
- * while it runs on that CPU comes in between there (rq_logic.h iop_compl_seen).
+ * The completion program with records has spares on every kernel: an interrupt that
+ * completes a request while it runs on that CPU comes in between there (rq_logic.h
+ * iop_spare_completes). The completion-only mode has none: it has no record to tell a
+ * completion done by, and its counts are held to /proc/diskstats instead.
  */
 #define PROBES_SPARES 2
 
-/*
- * The chains of programs with spares: dispatch, bio submission, split, completion (with
- * records, and the completion-only mode's) (iopulse.h).
- */
+/* The chains of programs with spares: dispatch, bio submission, split, completion. */
 enum {
-	PROBES_CHAIN_RQ, PROBES_CHAIN_BIO, PROBES_CHAIN_SPLIT, PROBES_CHAIN_COMPLETE,
-	PROBES_CHAIN_COMPL, PROBES_CHAINS
+	PROBES_CHAIN_RQ, PROBES_CHAIN_BIO, PROBES_CHAIN_SPLIT, PROBES_CHAIN_COMPLETE, PROBES_CHAINS
 };
 
 struct probes {
@@ -64,7 +62,7 @@ struct probes {
 	uint8_t *draining;        /* per slot: 0, or 1/2 = released, recycled at the 2nd call */
 	unsigned int rq_spares;   /* spare programs after the first (compat.bpf.h 10), loaded */
 	unsigned int bio_spares;
-	unsigned int compl_spares; /* after the completion program (rq_logic.h iop_compl_seen) */
+	unsigned int compl_spares; /* after the completion program (rq_logic.h) */
 	uint64_t lost[PROBES_CHAINS]; /* events each chain lost, as last reported */
 };
 
@@ -156,7 +154,7 @@ struct prog_choice {
 	bool cast;       /* the sync entries built on bpf_rdonly_cast */
 	unsigned int rq_spares;  /* spare dispatch programs (compat.bpf.h 10) */
 	unsigned int bio_spares; /* spare bio and split programs */
-	unsigned int compl_spares; /* spare completion programs (rq_logic.h iop_compl_seen) */
+	unsigned int compl_spares; /* spare completion programs (rq_logic.h) */
 };
 
 /*
@@ -178,7 +176,6 @@ static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 		s->progs.iop_bio_queue_spare, s->progs.iop_bio_queue_spare2,
 		s->progs.iop_bio_split_spare, s->progs.iop_bio_split_spare2,
 		s->progs.iop_rq_complete_spare, s->progs.iop_rq_complete_spare2,
-		s->progs.iop_compl_spare, s->progs.iop_compl_spare2,
 	};
 	struct bpf_program *raw_progs[] = {
 		s->progs.iop_bio_queue_raw, s->progs.iop_rq_issue_raw, s->progs.iop_rq_complete_raw,
@@ -187,14 +184,12 @@ static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 		s->progs.iop_bio_queue_spare_raw, s->progs.iop_bio_queue_spare2_raw,
 		s->progs.iop_bio_split_spare_raw, s->progs.iop_bio_split_spare2_raw,
 		s->progs.iop_rq_complete_spare_raw, s->progs.iop_rq_complete_spare2_raw,
-		s->progs.iop_compl_spare_raw, s->progs.iop_compl_spare2_raw,
 	};
 	bool wanted[] = { c->bio, c->full, c->full, true, !c->full, c->bio_records,
 			  c->full && c->rq_spares >= 1, c->full && c->rq_spares >= 2,
 			  c->bio && c->bio_spares >= 1, c->bio && c->bio_spares >= 2,
 			  c->bio_records && c->bio_spares >= 1, c->bio_records && c->bio_spares >= 2,
-			  c->full && c->compl_spares >= 1, c->full && c->compl_spares >= 2,
-			  !c->full && c->compl_spares >= 1, !c->full && c->compl_spares >= 2 };
+			  c->full && c->compl_spares >= 1, c->full && c->compl_spares >= 2 };
 	struct bpf_program *enter_cast[] = {
 		s->progs.iop_enter_fsync, s->progs.iop_enter_fdatasync,
 		s->progs.iop_enter_sync_file_range,
@@ -226,7 +221,6 @@ static void select_programs(struct iopulse_bpf *s, const struct prog_choice *c)
 	bpf_map__set_autocreate(s->maps.sync_watch, c->sync);
 	/* not created without bio spares: the first bio and split programs' marks are dead code */
 	bpf_map__set_autocreate(s->maps.spare_marks, c->bio && c->bio_spares);
-	bpf_map__set_autocreate(s->maps.compl_seen, c->compl_spares > 0);
 }
 
 static int configure(struct probes *p, const struct probes_opts *o)
@@ -246,13 +240,12 @@ static int configure(struct probes *p, const struct probes_opts *o)
 	p->rq_spares = p->compat.tp_preemptible && pc.full ? PROBES_SPARES : 0;
 	p->bio_spares = p->compat.tp_preemptible && pc.bio && p->compat.have_task_storage ?
 			PROBES_SPARES : 0;
-	p->compl_spares = PROBES_SPARES;
+	p->compl_spares = pc.full ? PROBES_SPARES : 0;
 	pc.rq_spares = p->rq_spares;
 	pc.bio_spares = p->bio_spares;
 	pc.compl_spares = p->compl_spares;
 	s->rodata->rq_spares = p->rq_spares;
 	s->rodata->bio_spares = p->bio_spares;
-	s->rodata->compl_spares = p->compl_spares;
 	/* the completion-only mode keeps no records: one set of each, never used */
 	while (!p->completion_only && sets * IOP_WAYS < o->max_inflight)
 		sets <<= 1;
@@ -811,10 +804,6 @@ static int chain_of(const struct iopulse_bpf *s, const struct bpf_program *prog,
 			  s->progs.iop_rq_complete_spare2 },
 			{ s->progs.iop_rq_complete_raw, s->progs.iop_rq_complete_spare_raw,
 			  s->progs.iop_rq_complete_spare2_raw } },
-		[PROBES_CHAIN_COMPL] = {
-			{ s->progs.iop_compl, s->progs.iop_compl_spare, s->progs.iop_compl_spare2 },
-			{ s->progs.iop_compl_raw, s->progs.iop_compl_spare_raw,
-			  s->progs.iop_compl_spare2_raw } },
 	};
 	int c, k, i;
 
@@ -840,12 +829,10 @@ int probes_prog_stats(struct probes *p, struct iop_bpf_prog_stat *out, size_t ma
 	static const unsigned int made_good[PROBES_CHAINS] = {
 		[PROBES_CHAIN_RQ] = IOP_G_SPARE_RQ, [PROBES_CHAIN_BIO] = IOP_G_SPARE_BIO,
 		[PROBES_CHAIN_SPLIT] = IOP_G_SPARE_SPLIT, [PROBES_CHAIN_COMPLETE] = IOP_G_SPARE_COMPLETE,
-		[PROBES_CHAIN_COMPL] = IOP_G_SPARE_COMPLETE,
 	};
 	const unsigned int spares[PROBES_CHAINS] = {
 		[PROBES_CHAIN_RQ] = p->rq_spares, [PROBES_CHAIN_BIO] = p->bio_spares,
 		[PROBES_CHAIN_SPLIT] = p->bio_spares, [PROBES_CHAIN_COMPLETE] = p->compl_spares,
-		[PROBES_CHAIN_COMPL] = p->compl_spares,
 	};
 	const volatile uint64_t *g = probes_globals(p);
 	int first[PROBES_CHAINS];

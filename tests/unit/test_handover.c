@@ -44,7 +44,7 @@ START_TEST(test_open_records_are_copied_once)
 	side_init(&ts, to, 2, NULL);
 	o[0] = (struct iop_rq_rec){ .key = 0xffff888100001000ull, .q_ns = 4, .d_ns = 5,
 				    .bytes = 8192, .grp = IOP_OP_WRITE, .slot = 1, .kdev = DISK,
-				    .fp = 77 };
+				    .fp = 77, .start_lo = 0x5eed };
 	/* a record the sweep or a completion is ending (no dispatch time): not copied */
 	fake_probes_set(from, 0xffff888100002000ull)->key = 0xffff888100002000ull;
 	ck_assert_int_eq(handover_records(from->recs, from->nrecs, to->recs, to->nrecs, &ts.h,
@@ -56,6 +56,7 @@ START_TEST(test_open_records_are_copied_once)
 	ck_assert_uint_eq(w->bytes, 8192);
 	ck_assert_uint_eq(w->grp, IOP_OP_WRITE);
 	ck_assert_uint_eq(w->fp, 77);
+	ck_assert_uint_eq(w->start_lo, 0x5eed);   /* else every IO handed over looks like another one */
 	ck_assert_uint_eq(w->slot, 3);       /* the incoming set's slot of the disk, + 1 */
 	/* the original stays: both sets count the IO at the same event */
 	ck_assert_uint_eq(o->d_ns, 5);
