@@ -243,6 +243,7 @@ struct rq_view {
 	u32 pt_accounted;   /* a passthrough request the kernel's iostats count */
 	u64 io_start_ns;    /* completion-only mode: the kernel's dispatch stamp (rq_read_*_stamps) */
 	u32 bio_opf;        /* completion-only mode, writes: the first bio's flags */
+	u32 never_started;  /* at completion: blk_mq_start_request never ran for this IO */
 };
 
 /* diskstats group of a request (rq_logic.h), -1 for passthrough the kernel does not count */
@@ -688,7 +689,9 @@ static __always_inline bool rq_spare_completes(struct rq_view *v, unsigned int n
 
 	return iop_spare_completes(nr_bytes >= v->data_len,
 				   (v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH,
-				   r != 0, r && iop_record_of_other_io(r->start_lo, v->start_ns),
+				   r != 0, r && iop_record_of_other_io(r->start_lo, v->start_ns,
+								       v->never_started,
+								       r->requeued),
 				   r && *(volatile u64 *)&r->d_ns != 0);
 }
 
@@ -829,7 +832,8 @@ static __always_inline int on_rq_complete(struct rq_view *v, int error, unsigned
 		return 0;
 	}
 	r = find_rq(v->rq);
-	if (r && iop_record_of_other_io(r->start_lo, v->start_ns)) {
+	if (r && iop_record_of_other_io(r->start_lo, v->start_ns, v->never_started,
+					 r->requeued)) {
 		count_unseen(r);   /* the request's previous IO, its completion unseen */
 		r->key = 0;
 		r = 0;
@@ -1108,6 +1112,7 @@ static __always_inline int rq_complete_btf(u64 *ctx, const int pos)
 	struct rq_view v;
 
 	rq_read_btf((struct request *)ctx[0], ctx[0], &v);
+	v.never_started = !rq_dispatched((struct request *)ctx[0], true);
 	if (pos && !rq_spare_completes(&v, (unsigned int)ctx[2]))
 		return 0;
 	if (pos)
@@ -1244,6 +1249,7 @@ static __always_inline int rq_complete_core(struct bpf_raw_tracepoint_args *ctx,
 	struct rq_view v;
 
 	rq_read_core((struct request *)ctx->args[0], &v);
+	v.never_started = !rq_dispatched((struct request *)ctx->args[0], false);
 	if (pos && !rq_spare_completes(&v, (unsigned int)ctx->args[2]))
 		return 0;
 	if (pos)

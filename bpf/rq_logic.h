@@ -187,17 +187,22 @@ static inline enum iop_redispatch iop_redispatch_kind(int requeued, unsigned lon
 
 /*
  * A completion that finds a record of another IO under its request: the request was set up
- * again since the record's IO (another set-up time) and that IO's completion reached no
- * program. Seen with five disks busy at once under qemu: an empty PREFLUSH write, which is
- * never dispatched itself, took the record a data write had left in its request a second
- * before as its own dispatch, a service time of a second. The record's IO is counted then
+ * again since the record's IO (another set-up time), or it completes without ever having
+ * been started (an empty PREFLUSH write, which the flush machinery ends undispatched) while
+ * the record is not of a requeue (a requeued request is idle again until dispatched), and
+ * that IO's completion reached no program. Seen with five disks busy at once under qemu: an
+ * empty PREFLUSH write took the record a data write had left in its request a second before
+ * as its own dispatch, a service time of a second. The record's IO is counted then
  * (completion_unseen) and the completing IO goes on as one without a record. The set-up time
  * stays the same over a requeue and the parts of a flush sequence; a request completed in
- * parts keeps it too, where its sector moves on (so the fingerprint is not compared here).
+ * parts keeps it too, where its sector moves on (so the fingerprint is not compared here). It
+ * is 0 or stale where the kernel stamps no set-up time (iostats off, no scheduler): the
+ * never-started test still holds there.
  */
-static inline int iop_record_of_other_io(unsigned int rec_start_lo, unsigned long long start_ns)
+static inline int iop_record_of_other_io(unsigned int rec_start_lo, unsigned long long start_ns,
+					 int never_started, int rec_requeued)
 {
-	return rec_start_lo != (unsigned int)start_ns;
+	return rec_start_lo != (unsigned int)start_ns || (never_started && !rec_requeued);
 }
 
 /*

@@ -526,16 +526,21 @@ END_TEST
  * A completion holds its request's record to the IO it completes: the same IO over a requeue
  * or after partial completions (its set-up time is the request's until it is set up again),
  * another IO once the request was set up again (a later set-up time, or an earlier one that
- * wrapped the low 32 bits).
+ * wrapped the low 32 bits) or when it ends without ever having been started.
  */
 START_TEST(test_completion_tells_a_record_of_another_io)
 {
 	const unsigned long long t = 1764000000123456789ull;
 
-	ck_assert(!iop_record_of_other_io((unsigned int)t, t));
-	ck_assert(iop_record_of_other_io((unsigned int)t, t + 1000));
-	ck_assert(iop_record_of_other_io((unsigned int)(t + 1000), t));
-	ck_assert(iop_record_of_other_io((unsigned int)t, t + (1ull << 31)));
+	ck_assert(!iop_record_of_other_io((unsigned int)t, t, 0, 0));
+	ck_assert(iop_record_of_other_io((unsigned int)t, t + 1000, 0, 0));
+	ck_assert(iop_record_of_other_io((unsigned int)(t + 1000), t, 0, 0));
+	ck_assert(iop_record_of_other_io((unsigned int)t, t + (1ull << 31), 0, 0));
+	/* no set-up time kept (0 both): a request ended without a start is not the record's */
+	ck_assert(iop_record_of_other_io(0, 0, 1, 0));
+	ck_assert(!iop_record_of_other_io(0, 0, 0, 0));
+	/* a requeued request is idle again until dispatched: still the record's own IO */
+	ck_assert(!iop_record_of_other_io((unsigned int)t, t, 1, 1));
 }
 END_TEST
 
