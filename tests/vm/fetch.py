@@ -142,13 +142,10 @@ def fetch_kernel(k: dict, cache: str, apt: Apt) -> tuple[str, str, str, str]:
     if not os.path.exists(kimg):
         debs = os.path.join(cache, "debs")
         os.makedirs(debs, exist_ok=True)
-        pkgs = [k["package"]]
-        if not os.path.exists(deb_path(debs, k["package"], k["version"])):
-            pkgs += split_parts(apt.ensure(k["package"], k["version"]), k["version"])
-        else:
-            rec = apt.show(k["package"], k["version"])
-            if rec is not None:
-                pkgs += split_parts(rec, k["version"])
+        # the image package's record names the parts of a split kernel (lists updated once
+        # if they lack it, even when its .deb is cached)
+        pkgs = [k["package"]] + split_parts(apt.ensure(k["package"], k["version"]),
+                                            k["version"])
         for p in pkgs:
             if not os.path.exists(deb_path(debs, p, k["version"])):
                 log(f"downloading {p}={k['version']}")

@@ -1207,6 +1207,8 @@ def main():
             continue
         t = time.monotonic()
         try:
+            if daemon.exited():     # a daemon that died in an earlier round
+                raise RuntimeError(daemon.exited())
             cells = measure_round(daemon, ARGS.kernel, members, sched, feats)
         except Exception as e:      # the round's cells fail, the matrix goes on
             traceback.print_exc()

@@ -430,10 +430,14 @@ def main():
                "errors": []}
     t0 = time.monotonic()
     running: dict[str, dict] = {}     # label -> its guest and disk images while it runs
-    lock = threading.Lock()
+    lock = threading.RLock()          # the signal handler takes it in the main thread too
+    stopping = threading.Event()      # a signal came: no kernel boots any more
 
     def on_signal(sig, _frame):
-        for cur in list(running.values()):
+        stopping.set()
+        with lock:
+            curs = list(running.values())
+        for cur in curs:
             if cur.get("guest"):
                 cur["guest"].stop()
             if cur.get("imgdir"):
@@ -493,6 +497,9 @@ def main():
                                                args.extra)]
         cur: dict = {}
         with lock:
+            if stopping.is_set():
+                return ({"label": k["label"], "package": k["package"], "version": k["version"],
+                         "suite": k["suite"], "errors": ["stopped by a signal"]}, [])
             running[k["label"]] = cur
         try:
             return run_kernel(k, args, vng, apt, args.out, cur, fetched.get(k["label"]))
