@@ -1111,6 +1111,8 @@ static __always_inline int rq_complete_btf(u64 *ctx, const int pos)
 {
 	struct rq_view v;
 
+	if (pos && !find_rq(ctx[0]))
+		return 0;   /* what a spare mostly finds: the first program closed the record */
 	rq_read_btf((struct request *)ctx[0], ctx[0], &v);
 	v.never_started = !rq_dispatched((struct request *)ctx[0], true);
 	if (pos && !rq_spare_completes(&v, (unsigned int)ctx[2]))
@@ -1248,6 +1250,8 @@ static __always_inline int rq_complete_core(struct bpf_raw_tracepoint_args *ctx,
 {
 	struct rq_view v;
 
+	if (pos && !find_rq(ctx->args[0]))
+		return 0;   /* what a spare mostly finds: the first program closed the record */
 	rq_read_core((struct request *)ctx->args[0], &v);
 	v.never_started = !rq_dispatched((struct request *)ctx->args[0], false);
 	if (pos && !rq_spare_completes(&v, (unsigned int)ctx->args[2]))
