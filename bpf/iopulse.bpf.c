@@ -680,19 +680,22 @@ static __always_inline bool rq_spare_done(u64 rq, u64 start_ns, u64 sector)
 
 /*
  * Whether a spare on block_rq_complete completes the request v holds (rq_logic.h
- * iop_spare_completes): its record of this IO is still open, the programs before it skipped.
+ * iop_spare_completes): its record of this IO, or the bio record of the empty PREFLUSH write
+ * it is, is still open, the programs before it skipped.
  */
 static __always_inline bool rq_spare_completes(struct rq_view *v, unsigned int nr_bytes)
 {
 	struct iop_rq_rec *r = find_rq(v->rq);
 	int grp = op_group(v);
+	bool bio_open = !r && bio_records && v->bio && !v->data_len &&
+			find_bio(v->bio, bio_key(v->bio, v->sector));
 
 	return iop_spare_completes(nr_bytes >= v->data_len,
 				   (v->rq_flags & iop_rqf_flush_seq()) && grp != IOP_OP_FLUSH,
 				   r != 0, r && iop_record_of_other_io(r->start_lo, v->start_ns,
 								       v->never_started,
 								       r->requeued),
-				   r && *(volatile u64 *)&r->d_ns != 0);
+				   r && *(volatile u64 *)&r->d_ns != 0, v->never_started, bio_open);
 }
 
 /*
@@ -1111,8 +1114,10 @@ static __always_inline int rq_complete_btf(u64 *ctx, const int pos)
 {
 	struct rq_view v;
 
-	if (pos && !find_rq(ctx[0]))
-		return 0;   /* what a spare mostly finds: the first program closed the record */
+	/* what a spare mostly finds: the first program closed the record (an empty request may
+	 * have none: an undispatched PREFLUSH write) */
+	if (pos && !find_rq(ctx[0]) && ((struct request *)ctx[0])->__data_len)
+		return 0;
 	rq_read_btf((struct request *)ctx[0], ctx[0], &v);
 	v.never_started = !rq_dispatched((struct request *)ctx[0], true);
 	if (pos && !rq_spare_completes(&v, (unsigned int)ctx[2]))
@@ -1250,8 +1255,9 @@ static __always_inline int rq_complete_core(struct bpf_raw_tracepoint_args *ctx,
 {
 	struct rq_view v;
 
-	if (pos && !find_rq(ctx->args[0]))
-		return 0;   /* what a spare mostly finds: the first program closed the record */
+	if (pos && !find_rq(ctx->args[0]) &&
+	    BPF_CORE_READ((struct request *)ctx->args[0], __data_len))
+		return 0;   /* as rq_complete_btf */
 	rq_read_core((struct request *)ctx->args[0], &v);
 	v.never_started = !rq_dispatched((struct request *)ctx->args[0], false);
 	if (pos && !rq_spare_completes(&v, (unsigned int)ctx->args[2]))

@@ -481,12 +481,15 @@ START_TEST(test_completion_chain_counts_each_completion_once)
 
 	for (spares = 1; spares <= 2; spares++) {
 		n = 2u << spares;
-		for (shape = 0; shape < 4; shape++) {
-			/* 0 whole with a record, 1 a part, 2 flush-sequence data, 3 no record */
-			int whole = shape != 1, seq = shape == 2, has = shape != 3;
+		for (shape = 0; shape < 5; shape++) {
+			/*
+			 * 0 whole with a record, 1 a part, 2 flush-sequence data, 3 no record,
+			 * 4 an undispatched empty PREFLUSH write with its bio's record
+			 */
+			int whole = shape != 1, seq = shape == 2, has = shape < 3, ns = shape == 4;
 
 			for (skip = 0; skip < n; skip++) {
-				int open = has, counted = 0, pos;
+				int open = has, bio = ns, counted = 0, pos;
 				unsigned long long first_skips = 0, made_good = 0;
 
 				for (pos = 0; pos <= spares; pos++) {
@@ -494,7 +497,7 @@ START_TEST(test_completion_chain_counts_each_completion_once)
 						first_skips += !pos;
 						continue;
 					}
-					if (pos && !iop_spare_completes(whole, seq, has, 0, open))
+					if (pos && !iop_spare_completes(whole, seq, has, 0, open, ns, bio))
 						continue;
 					made_good += pos > 0;
 					if (!whole || seq) {
@@ -504,10 +507,11 @@ START_TEST(test_completion_chain_counts_each_completion_once)
 					if (has && !open)
 						continue;       /* take_ownership failed */
 					open = 0;
+					bio = 0;                /* the bio's record taken */
 					counted++;
 				}
 				ck_assert_int_le(counted, 1);
-				if (shape == 0)
+				if (shape == 0 || shape == 4)
 					ck_assert_int_eq(counted, (skip & (n - 1)) != n - 1);
 				else
 					ck_assert_int_eq(counted, !(skip & 1));
@@ -516,9 +520,11 @@ START_TEST(test_completion_chain_counts_each_completion_once)
 		}
 	}
 	/* a record of another IO under the request is never a spare's to complete */
-	ck_assert(!iop_spare_completes(1, 0, 1, 1, 1));
-	ck_assert(!iop_spare_completes(1, 0, 1, 0, 0));
-	ck_assert(iop_spare_completes(1, 0, 1, 0, 1));
+	ck_assert(!iop_spare_completes(1, 0, 1, 1, 1, 0, 0));
+	ck_assert(!iop_spare_completes(1, 0, 1, 0, 0, 0, 0));
+	ck_assert(iop_spare_completes(1, 0, 1, 0, 1, 0, 0));
+	/* nor a request that was dispatched, without a record */
+	ck_assert(!iop_spare_completes(1, 0, 0, 0, 0, 0, 1));
 }
 END_TEST
 
