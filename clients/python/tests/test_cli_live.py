@@ -189,9 +189,12 @@ def test_sigint_stops_top_started_with_sigint_ignored(fake_daemon):
     """A non-interactive shell starts background jobs with SIGINT ignored (`iopulse top &`,
     a test runner launched with `&`); `kill -INT` still stops iopulse, with 130."""
     target, _ = fake_daemon(period=0.1)
-    p = subprocess.Popen([sys.executable, "-m", "iopulse", "--target", target, "top"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    # The shell ignores SIGINT and execs iopulse, which inherits that. Not preexec_fn: that
+    # runs Python in the forked child of this process, whose gRPC server threads hold locks
+    # the child can then never take (grpcio 1.85 aborted there, 1 start in about 30).
+    p = subprocess.Popen(["sh", "-c", 'trap "" INT; exec "$0" -m iopulse --target "$1" top',
+                          sys.executable, target],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     try:
         _read_until(p.stdout.fileno(), b"IOPS", 1, timeout=20)
         p.send_signal(signal.SIGINT)
