@@ -496,13 +496,17 @@ def merged_latency(ivs, disk):
     per-IO times (tests/vm/blktruth.py)."""
     prec = None
     ops = {op: {m: {} for m in LAT_METRICS} for op in LAT_OPS}
+    no_q = {op: 0 for op in LAT_OPS}
     for iv, d in dev_entries(ivs, disk):
         prec = iv["histogram"]["precision"]
         for op in LAT_OPS:
+            no_q[op] += d["ops"][op]["no_queue_ts"]
             for m in LAT_METRICS:
                 for i, c in (d["ops"][op][m] or {}).get("buckets", []):
                     ops[op][m][i] = ops[op][m].get(i, 0) + c
-    return {"precision": prec,
+    # no_queue_ts: IOs counted without a submission time (no queue wait, no total; in the
+    # completion mode no dispatch stamp): what the histograms hold fewer, declared
+    return {"precision": prec, "no_queue_ts": no_q,
             "ops": {op: {m: sorted(b.items()) for m, b in ms.items()} for op, ms in ops.items()}}
 
 
