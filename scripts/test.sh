@@ -112,9 +112,10 @@ vm() {
 	echo "Debian kernels (tests/vm/kernels.txt) booted under qemu TCG with NVMe, megaraid_sas,"
 	echo "AHCI, virtio-scsi and virtio-blk disks: build/iopulsed against the guest's diskstats"
 	rc=0
-	# two kernels booted at once; every mode on the oldest and the newest kernel, the
-	# default mode on those between (tests/vm/README.md: cost)
-	$PY tests/vm/matrix.py --all-modes-on 5.10,7.3 || rc=$?
+	# two kernels booted at once; every mode and bfq too on the oldest and the newest
+	# kernel, the default mode under none and mq-deadline on those between
+	# (tests/vm/README.md: cost)
+	$PY tests/vm/matrix.py --all-modes-on 5.10,7.3 --bfq-on 5.10,7.3 || rc=$?
 	if [ -f build/vm-matrix/results.json ]; then
 		$PY tests/vm/table.py build/vm-matrix/results.json
 	fi

@@ -588,15 +588,19 @@ def judge_disk(disk: str, ios: list[IO], lats: dict[str, dict], passthrough: dic
                 # event (6.18 records both): ext4's journal commits, md's superblock writes
                 unknown = sum(io.op == op and span_start(io, span) is None for io in ios)
                 allowed = passthrough.get(op, 0) + unknown
+                # dispatches and completions the kernel skipped every program of, in the
+                # window on any of its devices: each IO's sample at most, declared
+                lost = lat.get("lost", 0)
                 row = {"span": span, "iopulse": hist.count, "truth": len(values),
-                       "held": True, "declared": declared, "unknown": unknown}
+                       "held": True, "declared": declared, "unknown": unknown, "lost": lost}
                 ops.setdefault(op, {})[metric] = row
                 if metric in SUBSET.get(mode, ()) and hist.count < len(values):
                     row["held"] = False     # timed where the kernel stamped the dispatch
-                elif not 0 <= hist.count + declared - len(values) <= allowed:
+                elif not -lost <= hist.count + declared - len(values) <= allowed:
                     why = [f"{n} {w}" for n, w in ((declared, "without a submission time"),
                                                   (passthrough.get(op, 0), "passthrough"),
-                                                  (unknown, f"without {span[0]} in the trace"))
+                                                  (unknown, f"without {span[0]} in the trace"),
+                                                  (lost, "lost in the window"))
                            if n]
                     reasons.append(f"{tag}{disk} {op} {metric}: iopulse {hist.count} "
                                    f"samples, {span} of {len(values)} IOs"
