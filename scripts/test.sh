@@ -67,7 +67,8 @@ unit() {
 }
 
 integration() {
-	$PY -m pytest -v -s -p no:cacheprovider tests/integration
+	# the 15 slowest tests named at the end: where the stage's time goes
+	$PY -m pytest -v -s -p no:cacheprovider --durations=15 tests/integration
 }
 
 client() {
