@@ -517,9 +517,9 @@ def merged_latency(ivs, disk):
 # kernel skipped that no spare after it made good (docs/kernels.md: from 7.0 a task preempted
 # inside every program of a chain on one CPU), for every device of the window
 DISPATCH_CHAIN = ("iop_rq_issue", "iop_rq_issue_raw")
+COMPLETION_CHAIN = ("iop_rq_complete", "iop_rq_complete_raw", "iop_compl", "iop_compl_raw")
 # the bytes a lost completion may leave uncounted: the largest request of the jobs (1 MiB)
 LOST_BYTES_MAX = 1 << 20
-COMPLETION_CHAIN = ("iop_rq_complete", "iop_rq_complete_raw", "iop_compl", "iop_compl_raw")
 
 
 def chain_losses(ivs, names):
@@ -586,7 +586,7 @@ def disk_counts(ivs, disk, before, after, mode=None, untimeable=0):
     if timed + unseen + untimed != ios_got:
         r.append(f"IOs not accounted for: {lo}-{hi} timed + {unseen} unseen + {untimed} "
                  f"untimed != {ios_got}")
-    declared = min(unseen + untimed + uncounted, lost_d + lost_c)
+    declared = min(unseen + untimed - min(untimed, untimeable) + uncounted, lost_d + lost_c)
     if ios_truth and (timed + min(untimed, untimeable) + declared) / ios_truth < COVERAGE_GOAL:
         r.append(f"latency coverage {100 * timed / ios_truth:.2f}% < "
                  f"{100 * COVERAGE_GOAL:.2f}% ({unseen} unseen, {untimed} untimed"
