@@ -56,7 +56,9 @@ TAIL = (99.9, 100.0)
 # moves an IO by milliseconds (up to 1.2% of a cell's IOs on a loaded host):
 # tests/vm/README.md.
 SLACK_NS = 75000
-DISPLACED_PPM = 20000
+# ... and so may DISPLACED_MIN IOs of a small cell: 3 of 65 writes on one LVM stripe member
+# on 5.10 beside a second guest, p90 860 us where the truth's ranks gave 432-547 us
+DISPLACED_PPM, DISPLACED_MIN = 20000, 3
 UNEXPLAINED_PER_MILLE, UNEXPLAINED_MIN = 1, 2      # unexplained_allowed()
 # how far a moved IO may lie beyond the truth's slowest (or fastest) one: a host stall
 # between two stamps of one event, measured up to 16 ms
@@ -445,8 +447,9 @@ class Verdict:
 
 
 def displaced(n: int) -> int:
-    """How many of n IOs may have moved anywhere (DISPLACED_PPM of them, at least one)."""
-    return max(1, -(-n * DISPLACED_PPM // 1000000))
+    """How many of n IOs may have moved anywhere (DISPLACED_PPM of them, at least
+    DISPLACED_MIN)."""
+    return max(DISPLACED_MIN, -(-n * DISPLACED_PPM // 1000000))
 
 
 def window(truth_sorted: list[int], q: float, n: int, k: int = 0
@@ -616,7 +619,9 @@ def judge_disk(disk: str, ios: list[IO], lats: dict[str, dict], passthrough: dic
                 upper = truth_values(ios, op, span, early=True) if span[0] == "G" else None
                 held = span[0] != "G" or SETUP_HELD
                 row["held"] = held
-                for v in compare(values, hist, op, metric, span, upper=upper) + \
+                # a quantile whose rank window reaches the truth's slowest IO (p99 of a
+                # hundred IOs is the slowest) is held as the tail is, with the stall margin
+                for v in compare(values, hist, op, metric, span, stall=True, upper=upper) + \
                         compare(values, hist, op, metric, span, TAIL, stall=True,
                                 upper=upper):
                     row["max" if v.q == 100.0 else f"p{v.q:g}"] = \
