@@ -191,3 +191,33 @@ def test_fio_beside_the_block_layer(hard):
     (r,) = [x for x in fio_sides(run, rows, doc=fio) if x.op == "read"]
     assert r.notes[0] == ("the same IOs over different times: IOPS over the phase's 1.000 s "
                           "(interval edges) and fio's runtime of 1.100 s"), r.notes
+
+
+def test_fio_beside_split_ios_and_clat_below(hard):
+    """fio's IOs split on the device: the requests per IO are said from the sizes, and fio's
+    clat (a whole IO's) is not set against a piece's latency; a clat below the device's
+    latency is never printed as a negative time above it."""
+    from iopulse.report.fio_side import fio_sides
+
+    run = load(hard)
+    rows, _ = phase_rows(run)
+    (r,) = [x for x in fio_sides(run, rows) if x.op == "read"]
+    assert r.pieces is None and r.block_bytes > 0, r
+    fio = reportrun.fio_report(reportrun.job_names(5))
+    # 5 IOs of 8 requests' bytes each: the device's 40 reads are their pieces
+    fio["jobs"][1]["read"].update(total_ios=5, io_bytes=r.block_bytes)
+    (s,) = [x for x in fio_sides(run, rows, doc=fio) if x.op == "read"]
+    assert s.pieces == 8 and s.client_ns == {"p50": None, "p99": None, "p999": None}
+    assert s.notes[0].startswith("35 more requests than fio's IOs: each of fio's ") and \
+        "as about 8 requests of" in s.notes[0], s.notes
+    assert s.notes[-1].startswith("fio's clat is a whole IO's") and "not compared" in \
+        s.notes[-1], s.notes
+    # whole IOs, fio's clat below the device's total latency: no "above", no negative time
+    fio = reportrun.fio_report(reportrun.job_names(5))
+    fio["jobs"][1]["read"]["clat_ns"]["percentile"].update({"50.000000": 1000,
+                                                            "99.000000": 2000})
+    (s,) = [x for x in fio_sides(run, rows, doc=fio) if x.op == "read"]
+    assert s.pieces is None and s.client_ns["p50"] < 0
+    assert len(s.notes) == 1 and s.notes[0].startswith("fio's clat lies below the device's "
+                                                       "total latency at p50 ("), s.notes
+    assert "above" not in s.notes[0] and "(-" not in s.notes[0], s.notes

@@ -22,6 +22,7 @@ from ..record.reader import Run
 
 FIO_OPS = (("read", "read"), ("write", "write"), ("trim", "discard"))
 QS = (("p50", 50.0), ("p99", 99.0), ("p999", 99.9))
+SPLIT_MIN = 1.5         # requests per fio IO from which fio's IOs count as split
 
 
 @dataclass
@@ -44,11 +45,28 @@ class FioSide:
     seconds: float = 0.0            # the phase's, on the device's host
     fio_runtime_s: Optional[float] = None       # fio's runtime of the job (the longest)
     notes: list[str] = field(default_factory=list)
+    fio_bytes: int = 0              # fio's io_bytes of the op
+    block_bytes: int = 0            # the device's bytes of the op in the phase
+
+    @property
+    def pieces(self) -> Optional[float]:
+        """Requests per fio IO where the device took fio's IOs split (fio's IO size over the
+        device's request size, at least SPLIT_MIN, and the request count agreeing within a
+        tenth); None where they went whole (or the sizes are unknown)."""
+        if not (self.fio_ios and self.block_ios and self.fio_bytes and self.block_bytes):
+            return None
+        n = (self.fio_bytes / self.fio_ios) / (self.block_bytes / self.block_ios)
+        if n < SPLIT_MIN or abs(self.block_ios / self.fio_ios / n - 1) > 0.1:
+            return None
+        return n
 
     @property
     def client_ns(self) -> dict[str, Optional[float]]:
-        """fio's clat minus the device's total latency at each percentile (client side)."""
-        return {k: (None if self.fio_clat_ns[k] is None or self.block_total_ns[k] is None
+        """fio's clat minus the device's total latency at each percentile (client side); None
+        where fio's IOs were split: a request's latency is then a piece's, not the IO's."""
+        split = self.pieces is not None
+        return {k: (None if split or self.fio_clat_ns[k] is None or
+                    self.block_total_ns[k] is None
                     else self.fio_clat_ns[k] - self.block_total_ns[k])  # type: ignore[operator]
                 for k, _ in QS}
 
@@ -56,7 +74,8 @@ class FioSide:
         d = {k: getattr(self, k) for k in ("job", "op", "host", "device", "device_from",
                                            "fio_ios", "fio_iops", "fio_sync_calls",
                                            "block_ios", "block_iops", "preflushes",
-                                           "seconds", "fio_runtime_s", "notes")}
+                                           "seconds", "fio_runtime_s", "fio_bytes",
+                                           "block_bytes", "pieces", "notes")}
         d["phase"] = self.phase.name
         for k, _ in QS:
             d[f"fio_clat_{k}_ns"] = self.fio_clat_ns[k]
@@ -140,6 +159,11 @@ def _notes(s: FioSide) -> list[str]:
         out.append(f"{extra} more writes than fio's: empty writes carrying a preflush"
                    f"{calls} ({s.preflushes} requests with a preflush on {s.device}), counted "
                    "as writes as in /proc/diskstats")
+    elif extra > 0 and s.pieces is not None:
+        out.append(f"{extra} more requests than fio's IOs: each of fio's "
+                   f"{_size(s.fio_bytes / s.fio_ios)} IOs went to {s.device} as about "
+                   f"{s.pieces:.0f} requests of {_size(s.block_bytes / s.block_ios)} (split to "
+                   "its max_sectors_kb or max_segments)")
     elif extra > 0:
         out.append(f"{extra} more requests than fio's IOs: IOs split (max_sectors_kb), or "
                    f"other IO on {s.device}")
@@ -151,11 +175,30 @@ def _notes(s: FioSide) -> list[str]:
         out.append(f"the same IOs over different times: IOPS over the phase's {s.seconds:.3f} s "
                    f"(interval edges) and fio's runtime of {s.fio_runtime_s:.3f} s")
     c = s.client_ns
-    if c["p50"] is not None and c["p99"] is not None:
+    if s.pieces is not None:
+        out.append(f"fio's clat is a whole IO's, the device's total latency one of its about "
+                   f"{s.pieces:.0f} requests': not compared (an IO ends with its last piece)")
+    elif c["p50"] is not None and c["p99"] is not None and min(c["p50"], c["p99"]) >= 0:
         out.append(f"fio's clat is {c['p50'] / 1e3:.1f} µs (p50) and {c['p99'] / 1e3:.1f} µs "
                    "(p99) above the device's total latency: client-side time, from the device "
                    "completing an IO to fio reaping it")
+    elif c["p50"] is not None and c["p99"] is not None:
+        out.append("fio's clat lies below the device's total latency at "
+                   + " and ".join(f"{k} ({-c[k] / 1e3:.1f} µs)" for k in ("p50", "p99")
+                                  if c[k] < 0)
+                   + f": the requests on {s.device} are not only fio's IOs (other IO on it, "
+                   "or IOs split or merged), so no client-side time is shown")
     return out
+
+
+def _size(n: float) -> str:
+    """A request or IO size: 4 KiB, 512 KiB, 4 MiB (KiB below 1 MiB, one decimal where not
+    whole)."""
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div:
+            v = n / div
+            return f"{v:.0f} {unit}" if abs(v - round(v)) < 0.05 else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
 
 
 def fio_sides(run: Run, rows: list[Row], doc: Optional[dict[str, Any]] = None
@@ -207,6 +250,8 @@ def fio_sides(run: Run, rows: list[Row], doc: Optional[dict[str, Any]] = None
                         int(r.device_only.get("preflushes") or 0), r.seconds,
                         max((float(e["runtime"]) / 1e3 for e in entries
                              if isinstance(e.get("runtime"), (int, float))), default=None))
+            s.fio_bytes = sum(int(e.get("io_bytes", 0) or 0) for e in entries)
+            s.block_bytes = int(r.ops[op]["bytes"] or 0)
             s.notes = _notes(s)
             out.append(s)
     return out
