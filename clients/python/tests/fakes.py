@@ -92,6 +92,13 @@ class FakeTelemetry(pb_grpc.TelemetryServicer):
         i.histogram.CopyFrom(pb.HistogramLayout(precision=K, range_bits=40,
                                                 buckets=(40 - K + 1) << K,
                                                 max_relative_error=2.0 ** -(K + 1)))
+        with self._lock:
+            for n, m in enumerate(self.marks, 1):     # the begins no later end closed
+                if not m.end and not any(e.end and e.name == m.name
+                                         for e in self.marks[n:]):
+                    i.open_phases.add(name=m.name, labels=m.labels, id=n, session="s1",
+                                      realtime_ns=T0_REAL + n * 1000,
+                                      monotonic_ns=T0_MONO + n * 1000)
         i.devices.add(name="sdb", major=8, minor=16, model="QEMU HARDDISK", rotational=True,
                       osd_id=3, osd_role="block", present=True)
         i.devices.add(name="dm-0", major=253, minor=0, dm_name="vg-lv", slaves=["sdb", "sdc"],

@@ -59,12 +59,17 @@ def test_snapshot_info_and_mark(fake_daemon, capsys):
     assert main(["--target", target, "info"]) == 0
     out = capsys.readouterr().out
     assert "0.1.0-test" in out and "dm vg-lv" in out and "osd.3 block" in out
+    assert "open phases: none" in out, out
     assert main(["--target", target, "info", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kernel"] == "6.1.0-test"
     assert main(["--target", target, "mark", "fill", "--label", "run=3"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("begin fill run=3: 2025-11-22T")
     assert f"realtime_ns {T0_REAL + 1000}" in out
+    # the daemon's open phases, as GetInfo gives them (README: iopulse info)
+    assert main(["--target", target, "info"]) == 0
+    out = capsys.readouterr().out
+    assert "open phases (1):\n  #1 fill since " in out and ", session s1, run=3\n" in out, out
     assert main(["--target", target, "mark", "fill", "--end"]) == 0
     assert capsys.readouterr().out.startswith("end fill: ")
     assert [(m.name, m.end, dict(m.labels)) for m in fake.marks] == \

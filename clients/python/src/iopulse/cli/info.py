@@ -54,6 +54,13 @@ def run(c: Client, args: argparse.Namespace) -> int:
                              "partition" if d.partition else "",
                              "" if d.present else "gone") if x]
         print(f"  {d.name:14} {d.dev:8} {', '.join(extra)}")
+    print(f"open phases ({len(i.open_phases)}):" if i.open_phases else "open phases: none")
+    for m in i.open_phases:
+        since = time.strftime("%H:%M:%S", time.localtime(m.realtime_ns / 1e9))
+        labels = " ".join(f"{k}={v}" for k, v in sorted(m.labels.items()))
+        print(f"  #{m.id} {m.name}" + (f" (in #{m.parent_id})" if m.parent_id else "")
+              + f" since {since}" + (f", session {m.session}" if m.session else "")
+              + (f", {labels}" if labels else ""))
     print("config:")
     for k in sorted(i.config):
         print(f"  {k} = {i.config[k]}")
