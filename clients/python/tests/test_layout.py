@@ -186,3 +186,23 @@ def test_merge_refuses_buckets_of_different_precisions():
     merged, notes = merge_rows([("h1", "h1", a[0]), ("h2", "h2", b[0])])
     assert merged == [] and notes == ["the disk devices are not merged: their daemons use "
                                       "different histogram precisions"]
+
+
+def test_a_devices_own_figures_sit_on_its_all_line():
+    """seq %, flushes/s and preflush p99 are the device's, not one op's: on its `all` line
+    where reads and writes are shown apart, blank on the read and write lines."""
+    u = _update(reads=40, devices=("sdb",))
+    text = printed(render(u, "iopulse top unix:/run/iopulse.sock", merge=True), 200)
+    lines = text.split("\n")
+    head = next(ln for ln in lines if "seq %" in ln and "flushes/s" in ln)
+    rows = {}
+    for ln in lines[lines.index(head) + 1:]:
+        for op in ("read", "write", "all"):
+            if f" {op} " in ln and op not in rows:
+                rows[op] = ln
+    assert set(rows) == {"read", "write", "all"}, text
+    for h in ("seq %", "flushes/s"):
+        a = head.index(h)
+        b = a + len(h)
+        assert rows["read"][a:b].strip() == rows["write"][a:b].strip() == "", (h, text)
+        assert rows["all"][a:b].strip() != "", (h, text)

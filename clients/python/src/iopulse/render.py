@@ -139,13 +139,16 @@ def merge_rows(rows: Sequence[tuple[str, str, DeviceRow]]) -> tuple[list[Merged]
 
 def device_grid(title: str, entries: Sequence[tuple[list[str], Mapping[str, Figures],
                                                     Figures]], keys: list[Col]) -> Grid:
-    """The device table: keys (host, device) then an op column; a device's own figures (seq
-    %, flushes/s, preflush p99) on its first line, blank on its other lines."""
+    """The device table: keys (host, device) on a device's first line, then an op column; a
+    device's own figures (seq %, flushes/s, preflush p99: of all its IO, not of one op) on its
+    `all` line where it has one, else on its one line, blank on the others."""
     lines: list[tuple[list[str], dict[str, Any], bool]] = []
     for key_cells, ops, dev in entries:
-        for n, op in enumerate(shown_ops(ops)):
+        shown = shown_ops(ops)
+        own_at = shown.index("all") if "all" in shown else 0
+        for n, op in enumerate(shown):
             lines.append(([c if n == 0 else "" for c in key_cells] + [op],
-                          {**ops[op], **dev}, n == 0))
+                          {**ops[op], **dev}, n == own_at))
     cols, cells = columns(TOP_SPECS, [v for _, v, _ in lines])
     own = {i for i, s in enumerate(TOP_SPECS) if s.group == "dev"}
     g = Grid(title, keys + [Col("op", left=True)], cols)
