@@ -70,6 +70,8 @@ def test_job_file_gets_hooks_groups_and_labels(tmp_path):
     assert [x[1] for x in p.phases_of("job0")] == ["seq"]
     assert [x[1] for x in p.phases_of("job1")] == ["group2", "rand"]
     assert p.phases_of("job2")[0][0] == p.phases_of("job1")[0][0]
+    # the group's phase and its jobs' carry the group's number (the DataFrame's group column)
+    assert p.phases_of("job1")[0][2]["group"] == p.phases_of("job1")[1][2]["group"] == "2"
 
 
 def test_command_line_jobs(tmp_path):

@@ -106,7 +106,8 @@ class Plan:
         out = []
         if len(members) > 1:
             out.append((f"group{j.group}", f"group{j.group + 1}",
-                        {"jobs": ",".join(x.name for x in members)}))
+                        {"jobs": ",".join(x.name for x in members),
+                         "group": str(j.group + 1)}))
         out.append((key, j.name, dict(j.labels, group=str(j.group + 1))))
         return out
 
