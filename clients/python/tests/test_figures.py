@@ -185,3 +185,42 @@ def test_intervals_add_up_to_the_phase(recorded):
     # every record of a table has the same keys (CSV needs that)
     for table in (ivs, dev):
         assert len({tuple(r) for r in table}) == 1
+
+
+def test_missing_or_broken_pyarrow_names_the_one_that_works_beside_debian(monkeypatch):
+    """Parquet export without pyarrow says how to get one (pip's in a venv, pyarrow<17 beside
+    Debian 12's NumPy 1.24); a pyarrow that is installed but does not import (a NumPy 2 build
+    beside NumPy 1.24) is named with its error, not called missing."""
+    import importlib
+    import importlib.util
+
+    from iopulse.data import require
+
+    real_import, real_find = importlib.import_module, importlib.util.find_spec
+
+    def no_pyarrow(name, *a, **kw):
+        if name == "pyarrow":
+            raise ImportError("No module named 'pyarrow'")
+        return real_import(name, *a, **kw)
+
+    monkeypatch.setattr(importlib, "import_module", no_pyarrow)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pyarrow" else real_find(name, *a))
+    with pytest.raises(MissingExtra) as e:
+        require("pyarrow", "--format parquet")
+    msg = str(e.value)
+    assert msg.startswith("--format parquet needs pyarrow: pip install 'iopulse[report]'") \
+        and "pip install 'pyarrow<17'" in msg and msg.endswith("'pyarrow' is not installed"), msg
+
+    def broken(name, *a, **kw):
+        if name == "pyarrow":
+            raise ImportError("pyarrow requires NumPy 2.0 or newer, found 1.24.2")
+        return real_import(name, *a, **kw)
+
+    monkeypatch.setattr(importlib, "import_module", broken)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "pyarrow" else real_find(name, *a))
+    with pytest.raises(MissingExtra) as e:
+        require("pyarrow", "--format parquet")
+    assert str(e.value).endswith("'pyarrow' is installed but does not import: pyarrow "
+                                 "requires NumPy 2.0 or newer, found 1.24.2"), str(e.value)

@@ -37,14 +37,28 @@ class MissingExtra(ImportError):
     pass
 
 
-def require(module: str, what: str) -> Any:
-    """Import module, or explain which extra provides it."""
-    import importlib
+# Debian 12 packages no pyarrow, and pyarrow from PyPI needs NumPy 2 from 17 on (Debian 12 has
+# 1.24): beside Debian's python3-pandas, pyarrow 16 is the one that imports
+DEBIAN_PYARROW = "pyarrow<17"
+PYARROW_HINT = ("needs pyarrow: pip install 'iopulse[report]' in a venv, or beside Debian 12's "
+                f"python3-pandas and python3-numpy pip install '{DEBIAN_PYARROW}' (later "
+                "pyarrow needs NumPy 2)")
 
+
+def require(module: str, what: str) -> Any:
+    """Import module, or explain which extra provides it (for pyarrow, which one imports
+    beside Debian's NumPy); one installed that does not import is named with its error."""
+    import importlib
+    import importlib.util
+
+    hint = PYARROW_HINT if module == "pyarrow" else EXTRA_HINT
     try:
         return importlib.import_module(module)
-    except ImportError:
-        raise MissingExtra(f"{what} {EXTRA_HINT}; '{module}' is not installed") from None
+    except ImportError as e:
+        if importlib.util.find_spec(module) is None:
+            raise MissingExtra(f"{what} {hint}; '{module}' is not installed") from None
+        raise MissingExtra(f"{what} {hint}; '{module}' is installed but does not import: "
+                           f"{e}") from None
 
 
 def _label_columns(phases: list[Phase], head: list[str]) -> LabelColumns:
