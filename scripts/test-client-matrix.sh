@@ -10,7 +10,7 @@
 # In each: the client's unit tests and the gRPC, phase and recording integration tests (hostile
 # job names too) against the real daemon; in newest also the HTML, plot and export tests.
 # Then Debian's route to Parquet: a venv over Debian's python3-pandas and python3-numpy (1.24)
-# with pyarrow<17 (later pyarrow needs NumPy 2), the client without dependencies, the export
+# with pyarrow<26 (pyarrow 26 and later need NumPy 2), the client without dependencies, the export
 # test.
 # Needs build/iopulsed (scripts/test.sh builds it) and root. Run from anywhere.
 set -eu
@@ -69,10 +69,10 @@ for kind in newest oldest; do
 done
 
 V=build/venv-debian
-echo "== Python client, Debian's pandas and numpy with pyarrow<17 ($V)"
+echo "== Python client, Debian's pandas and numpy with pyarrow<26 ($V)"
 rm -rf "$V"
 "$PY" -m venv --system-site-packages "$V"
-"$V/bin/pip" install $PIP 'pyarrow<17'
+"$V/bin/pip" install $PIP 'pyarrow<26'
 "$V/bin/pip" install $PIP --no-deps ./clients/python
 "$V/bin/python" -c 'import numpy, pandas, pyarrow; print("debian: numpy", numpy.__version__,
 "pandas", pandas.__version__, "pyarrow", pyarrow.__version__)'

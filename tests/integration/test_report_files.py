@@ -262,9 +262,9 @@ def test_export_formats(recorded):
                        capture_output=True, text=True, timeout=180)
     if importlib.util.find_spec("pyarrow") is None:
         # Debian 12 has no pyarrow: the message says what to install, there and in a venv
-        # (scripts/test-client-matrix.sh runs this beside Debian's pandas with pyarrow<17)
+        # (scripts/test-client-matrix.sh runs this beside Debian's pandas with pyarrow<26)
         assert p.returncode == 1 and "iopulse[report]" in p.stderr and \
-            "pip install 'pyarrow<17'" in p.stderr, p.stderr
+            "pip install 'pyarrow<26'" in p.stderr, p.stderr
     else:
         assert p.returncode == 0, p.stderr
         import pandas as pd

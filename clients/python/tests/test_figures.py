@@ -188,7 +188,7 @@ def test_intervals_add_up_to_the_phase(recorded):
 
 
 def test_missing_or_broken_pyarrow_names_the_one_that_works_beside_debian(monkeypatch):
-    """Parquet export without pyarrow says how to get one (pip's in a venv, pyarrow<17 beside
+    """Parquet export without pyarrow says how to get one (pip's in a venv, pyarrow<26 beside
     Debian 12's NumPy 1.24); a pyarrow that is installed but does not import (a NumPy 2 build
     beside NumPy 1.24) is named with its error, not called missing."""
     import importlib
@@ -210,7 +210,7 @@ def test_missing_or_broken_pyarrow_names_the_one_that_works_beside_debian(monkey
         require("pyarrow", "--format parquet")
     msg = str(e.value)
     assert msg.startswith("--format parquet needs pyarrow: pip install 'iopulse[report]'") \
-        and "pip install 'pyarrow<17'" in msg and msg.endswith("'pyarrow' is not installed"), msg
+        and "pip install 'pyarrow<26'" in msg and msg.endswith("'pyarrow' is not installed"), msg
 
     def broken(name, *a, **kw):
         if name == "pyarrow":

@@ -37,12 +37,12 @@ class MissingExtra(ImportError):
     pass
 
 
-# Debian 12 packages no pyarrow, and pyarrow from PyPI needs NumPy 2 from 17 on (Debian 12 has
-# 1.24): beside Debian's python3-pandas, pyarrow 16 is the one that imports
-DEBIAN_PYARROW = "pyarrow<17"
+# Debian 12 packages no pyarrow, and pyarrow from PyPI needs NumPy 2 from 26 on (Debian 12 has
+# 1.24; pyarrow 16-25 import and write Parquet beside Debian's python3-pandas)
+DEBIAN_PYARROW = "pyarrow<26"
 PYARROW_HINT = ("needs pyarrow: pip install 'iopulse[report]' in a venv, or beside Debian 12's "
-                f"python3-pandas and python3-numpy pip install '{DEBIAN_PYARROW}' (later "
-                "pyarrow needs NumPy 2)")
+                f"python3-pandas and python3-numpy pip install '{DEBIAN_PYARROW}' (pyarrow 26 "
+                "and later need NumPy 2)")
 
 
 def require(module: str, what: str) -> Any:
