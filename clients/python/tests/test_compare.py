@@ -511,3 +511,24 @@ def test_settings_that_differ_within_a_side_are_noted(qd_runs):
     (note,) = cmp.notes
     assert note.startswith("the base runs differ among themselves: ")
     assert note.endswith("loop0.scheduler mq-deadline -> none")
+
+
+def test_the_flagged_count_is_of_the_rows_shown(qd_runs, capsys, monkeypatch):
+    """'flagged: N of M' counts what the table shows; flagged rows it leaves out (read and
+    write together, shown with --all) are counted apart, and --all shows them all."""
+    monkeypatch.setenv("COLUMNS", "200")
+    for extra in ((), ("--all",)):
+        out = _compare(qd_runs, capsys, *extra)
+        m = re.search(r"^flagged: (\d+) of (\d+) changes judged", out, re.M)
+        assert m, out
+        rows = [x for x in out.splitlines() if x.rstrip().endswith((" better", " worse"))]
+        assert int(m.group(1)) == len(rows) > 0, (extra, m.group(0), rows)
+        more = re.search(r"; (\d+) more among the rows shown with --all", out)
+        if extra:
+            assert more is None, out
+            total = len(rows)
+        else:
+            hidden = int(more.group(1)) if more else 0
+    assert len(rows) == total and int(m.group(1)) == total
+    assert total == hidden + int(re.search(r"^flagged: (\d+)", _compare(qd_runs, capsys),
+                                           re.M).group(1))

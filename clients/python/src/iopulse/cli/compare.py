@@ -179,8 +179,12 @@ def settings_lines(changes: list[SettingChange]) -> list[str]:
     return out + rest
 
 
-def header_lines(cmp: Comparison) -> list[str]:
-    judged = [c for c in cmp.changes if c.verdict in (BETTER, WORSE, NOISE, SMALL)]
+def header_lines(cmp: Comparison, everything: bool = False) -> list[str]:
+    """The runs, the settings that differ, the rule, and the count of what the table shows
+    (the changes it leaves out, such as read and write together, are counted apart)."""
+    shown = [c for c in cmp.changes if _shown(c, everything)]
+    judged = [c for c in shown if c.verdict in (BETTER, WORSE, NOISE, SMALL)]
+    hidden = sum(c.flagged for c in cmp.changes) - sum(c.flagged for c in shown)
     lines = [f"base:  {len(cmp.base)} run{'s' * (len(cmp.base) != 1)}: {' '.join(cmp.base)}",
              f"other: {len(cmp.other)} run{'s' * (len(cmp.other) != 1)}: {' '.join(cmp.other)}"]
     if cmp.settings:
@@ -191,9 +195,11 @@ def header_lines(cmp: Comparison) -> list[str]:
     lines.append("rule: " + cmp.rule())
     if cmp.tested:
         count = {v: sum(c.verdict == v for c in judged) for v in (NOISE, SMALL)}
-        lines.append(f"flagged: {sum(c.flagged for c in cmp.changes)} of {len(judged)} changes "
+        lines.append(f"flagged: {sum(c.flagged for c in shown)} of {len(judged)} changes "
                      f"judged on the devices under test ({count[NOISE]} within noise, "
-                     f"{count[SMALL]} small)")
+                     f"{count[SMALL]} small)"
+                     + (f"; {hidden} more among the rows shown with --all (read and write "
+                        "together)" if hidden else ""))
     else:
         lines.append(f"flagged: 0 of {len(cmp.changes)} changes (none judged: one run on a "
                      f"side)")
@@ -264,7 +270,7 @@ def _table(cmp: Comparison, everything: bool) -> int:
     widths = [max([len(h)] + [len(r[i]) for _, r in cells]) for i, h in enumerate(heads)]
     layout = fold(heads, widths, con.width, lead)
     left = _left(heads, lead)
-    for line in header_lines(cmp):
+    for line in header_lines(cmp, everything):
         con.print(Text(printable(line)))
     by = {id(c): r for c, r in cells}
     for p, cs in groups:
@@ -295,7 +301,7 @@ def markdown(cmp: Comparison, everything: bool) -> str:
     heads, lead, runs, groups = _rows(cmp, everything)
     hosts = "host" in heads
     out = ["# iopulse compare", ""] + [" " * (len(x) - len(x.lstrip())) + f"- {_md(x.strip())}"
-                                       for x in header_lines(cmp)]
+                                       for x in header_lines(cmp, everything)]
     for p, cs in groups:
         out += ["", f"## {_md(phase_heading(p, cmp).strip())}", ""]
         if not cs:
@@ -322,7 +328,7 @@ def html_page(cmp: Comparison, everything: bool) -> str:
     heads, lead, runs, groups = _rows(cmp, everything)
     hosts = "host" in heads
     body = ["<h1>iopulse compare</h1>"] + [f"<p class=\"note\">{html.escape(x)}</p>"
-                                           for x in header_lines(cmp)]
+                                           for x in header_lines(cmp, everything)]
     for p, cs in groups:
         body.append(f"<h2>{html.escape(phase_heading(p, cmp).strip())}</h2>")
         if cs:
