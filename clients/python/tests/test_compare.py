@@ -532,3 +532,31 @@ def test_the_flagged_count_is_of_the_rows_shown(qd_runs, capsys, monkeypatch):
     assert len(rows) == total and int(m.group(1)) == total
     assert total == hidden + int(re.search(r"^flagged: (\d+)", _compare(qd_runs, capsys),
                                            re.M).group(1))
+
+
+def test_devices_whose_settings_differ_are_under_test():
+    """One fast device and three slow ones, all four retuned: the busiest alone is under test
+    by its IOs, the three others too because their settings differ between the sides; a
+    device with no IO in the phase or no change stays out."""
+    from iopulse.analysis.compare import _under_test
+
+    w = {("", "loop1"): 4000.0, ("", "loop2"): 1000.0, ("", "loop3"): 900.0,
+         ("", "loop4"): 1100.0, ("", "vda"): 800.0, ("", "loop5"): 0.0}
+    cls = {k: "loop" for k in w}
+    cls[("", "vda")] = "disk"
+    dut, why = _under_test(w, cls)
+    assert dut == [("", "loop1")] and "settings" not in why
+    dut, why = _under_test(w, cls, frozenset({"loop1", "loop2", "loop3", "loop4", "loop5"}))
+    assert dut == [("", "loop1"), ("", "loop4"), ("", "loop2"), ("", "loop3")], dut
+    assert why.endswith(", and those whose settings differ between the sides"), why
+
+
+def test_the_retuned_device_is_under_test_in_the_runs(qd_runs):
+    """In the recorded runs loop0's scheduler differs between the sides (none ->
+    mq-deadline): it is under test in every phase where it has IO, even the one where vda
+    carried the most."""
+    cmp = comparison(_runs(qd_runs, "qd1-a", "qd1-b"), _runs(qd_runs, "qd16-a", "qd16-b"))
+    assert any(s.key == "loop0.scheduler" for s in cmp.settings), cmp.settings
+    for p in cmp.phases:
+        if any(c.device == "loop0" and c.phase == p.name for c in cmp.changes):
+            assert ("", "loop0") in p.under_test, (p.name, p.under_test, p.why)

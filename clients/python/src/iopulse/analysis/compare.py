@@ -21,7 +21,8 @@ The rule (docs/benchmarking.md, "How a verdict is reached"):
 - With one run on a side the run-to-run spread is unknown: changes are shown, not judged.
 - The devices under test of a phase: those that carried at least half the IOs of the busiest
   device in it (all runs of both sides together), of those the loop and dm/md devices if any
-  (their IO reaches the disks under them again); or the devices selected (devices=...).
+  (their IO reaches the disks under them again), and every device with IO in it whose
+  settings differ between the sides; or the devices selected (devices=...).
   The others are shown after them and never flagged: their load is not the workload's alone.
 
 Phases match by name and order of appearance (the n-th 'randwrite' with the n-th) and keep
@@ -392,8 +393,10 @@ def _order(lists: list[list[PKey]]) -> list[PKey]:
     return out
 
 
-def _under_test(weights: dict[DKey, float], classes: dict[DKey, str]) -> tuple[list[DKey], str]:
-    """The devices a phase's workload ran on, busiest first, and why."""
+def _under_test(weights: dict[DKey, float], classes: dict[DKey, str],
+                changed: frozenset[str] = frozenset()) -> tuple[list[DKey], str]:
+    """The devices a phase's workload ran on, busiest first, then those with IO in it whose
+    settings differ between the sides (changed: device names), and why."""
     busy = {k: w for k, w in weights.items() if w > 0 and classes.get(k) != OSD}
     if not busy:
         return [], "no IO"
@@ -404,7 +407,11 @@ def _under_test(weights: dict[DKey, float], classes: dict[DKey, str]) -> tuple[l
     why = ("the loop or dm/md device(s) among those with at least half the busiest "
            "device's IOs" if upper and len(upper) < len(near) else
            "the device(s) with at least half the busiest device's IOs")
-    return sorted(pick, key=lambda k: (-pick[k], k)), why
+    tuned = {k: w for k, w in busy.items() if k[1] in changed and k not in pick}
+    if tuned:
+        why += ", and those whose settings differ between the sides"
+    return sorted(pick, key=lambda k: (-pick[k], k)) + \
+        sorted(tuned, key=lambda k: (-tuned[k], k)), why
 
 
 def _values(runs: list[_RunData], pk: PKey, dk: DKey, op: str, m: Metric) -> list[float]:
@@ -526,6 +533,11 @@ def comparison(base: list[RunLike], other: list[RunLike], *, min_change: float =
     phases: list[PhaseComparison] = []
     changes: list[Change] = []
     seen_devices: set[str] = set()
+    # a device whose settings differ between the sides is under test wherever it has IO
+    # (four OSD disks retuned, one of them four times as busy: all four are the test)
+    names = sorted({dk[1] for d in bd + od for (_, dk) in d.rows})
+    changed = frozenset(x.key.split(".", 1)[0] for x in _settings(base, other, names)[0]
+                        if x.key != "kernel")
     for pk in order:
         bruns = [d for d in bd if pk in d.phases]
         oruns = [d for d in od if pk in d.phases]
@@ -547,7 +559,7 @@ def comparison(base: list[RunLike], other: list[RunLike], *, min_change: float =
                          key=lambda k: (-weights[k], k))
             why = "the devices selected"
         else:
-            dut, why = _under_test(weights, classes)
+            dut, why = _under_test(weights, classes, changed)
         rest = sorted((k for k in weights if k not in dut), key=lambda k: (-weights[k], k))
         phases.append(PhaseComparison(
             pk[0], pk[1], ph.depth, "" if bruns and oruns else ("base" if bruns else "other"),

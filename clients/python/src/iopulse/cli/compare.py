@@ -23,7 +23,8 @@ when Student's t-test on the logarithms of the per-run values gives p < 0.05 and
 is at least --min-change percent (default 10; a queue-wait or service latency: percent of the
 total latency), on a device under test. 'detectable' is the smallest change these runs could
 tell from noise. The devices under test of a phase are those with at least half the busiest
-device's IOs (a loop or dm device before the disk under it), or those given with --device;
+device's IOs (a loop or dm device before the disk under it) and those with IO in it whose
+settings differ between the sides, or those given with --device;
 the others are listed after them and never flagged. With one run on a side nothing is judged:
 record each configuration at least twice. Phases keep the runs' order and match by name and
 order; labels and device settings that differ are shown. A recording given twice (the same
