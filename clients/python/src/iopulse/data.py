@@ -55,7 +55,11 @@ def require(module: str, what: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        if importlib.util.find_spec(module) is None:
+        try:
+            installed = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            installed = False
+        if not installed:
             raise MissingExtra(f"{what} {hint}; '{module}' is not installed") from None
         raise MissingExtra(f"{what} {hint}; '{module}' is installed but does not import: "
                            f"{e}") from None
