@@ -10,7 +10,7 @@ or set-up at its sector) keeps its first dispatch, as btt does with blktrace's e
 request at a sector replaces whatever an unreported completion left there. Start it before
 the daemon: its handlers then run first at every tracepoint, so both stamp each event in the
 same order and the programs' own run times cancel out of Q2D and D2C, but for what its
-completion handler does beyond its dispatch handler (SLACK_NS). The comparison
+completion handler does after reading the clock (SLACK_NS). The comparison
 (compare()) holds iopulse's merged histograms to it: p50, p90 and p99 each within one histogram bucket of the truth's, or within 10 us. The truth
 misses the completions the kernel skipped its program for (a classic tracepoint program is not
 run while the CPU's bpf_prog_active is held, as it is while the script's own submission-side
@@ -37,11 +37,12 @@ QUANTILES = (50.0, 90.0, 99.0)
 SHOWN = (99.9, 100.0)
 # Each tracepoint runs the truth's handler and iopulse's one after the other: an interrupt
 # between them moves one stamp (measured up to 2.4 us at p90 of a split cell on a busy
-# 2-CPU VM), and the truth's handler at the completion, which runs first and does more than
-# at the dispatch (three look-ups, three stores, three deletes), delays iopulse's completion
-# stamp more than its dispatch stamp: iopulse's service p50 of 16 psync threads waiting for
-# tags came out 5.0 and 6.8 us above the truth's window with another test run beside. Below
-# ~300 us a bucket is finer than the two instruments can agree on.
+# 2-CPU VM); and the truth's completion handler reads the clock first and then prints the IO
+# and deletes its three entries before iopulse's program runs, where its dispatch handler
+# reads the clock last: iopulse's completion stamp comes that much later than the truth's,
+# its dispatch stamp not (service p50 of 16 psync threads waiting for tags: 5.0 and 6.8 us
+# above the truth's window with another test run beside). Below ~300 us a bucket is finer
+# than the two instruments can agree on.
 SLACK_NS = 10000
 
 PROGRAM = r"""
