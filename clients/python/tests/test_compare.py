@@ -560,3 +560,23 @@ def test_the_retuned_device_is_under_test_in_the_runs(qd_runs):
     for p in cmp.phases:
         if any(c.device == "loop0" and c.phase == p.name for c in cmp.changes):
             assert ("", "loop0") in p.under_test, (p.name, p.under_test, p.why)
+
+
+def test_devices_retuned_alike_share_one_settings_line():
+    """Four devices whose scheduler and tunables changed the same way are one line and one
+    tunables line in compare's header; a device changed otherwise keeps its own."""
+    from iopulse.analysis.compare import SettingChange
+    from iopulse.cli.compare import settings_lines
+
+    ch = []
+    for dev in ("loop1", "loop2", "loop3", "loop4"):
+        ch += [SettingChange("", f"{dev}.scheduler", "none", "mq-deadline"),
+               SettingChange("", f"{dev}.iosched.fifo_batch", "", "16"),
+               SettingChange("", f"{dev}.iosched.read_expire", "", "500")]
+    ch += [SettingChange("", "sdb.scheduler", "mq-deadline", "bfq"),
+           SettingChange("", "sdb.nr_requests", "64", "128")]
+    assert settings_lines(ch) == [
+        "scheduler none -> mq-deadline on 4 devices: loop1, loop2, loop3, loop4",
+        "  their tunables: (none) -> fifo_batch=16 read_expire=500",
+        "sdb.scheduler mq-deadline -> bfq",
+        "sdb.nr_requests 64 -> 128"]

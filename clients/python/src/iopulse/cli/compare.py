@@ -170,13 +170,22 @@ def settings_lines(changes: list[SettingChange]) -> list[str]:
             tunables.setdefault((s.host, dev), []).append((name, s.base, s.other))
         elif not s.key.endswith(".scheduler"):
             rest.append(str(s))
+    # devices whose scheduler and tunables changed alike share one line: four OSD disks
+    # retuned the same way are one change, not four copies of it
+    alike: dict[tuple, list[str]] = {}
+    for (host, dev), s in sched.items():
+        kv = tuple(" ".join(f"{n}={v[i]}" for n, *v in tunables.get((host, dev), []) if v[i])
+                   or "(none)" for i in (0, 1)) if (host, dev) in tunables else None
+        alike.setdefault((host, s.base, s.other, kv), []).append(dev)
     out = []
-    for k, s in sched.items():
-        out.append(str(s))
-        if k in tunables:
-            kv = [" ".join(f"{n}={v[i]}" for n, *v in tunables[k] if v[i]) or "(none)"
-                  for i in (0, 1)]
-            out.append(f"  its tunables: {kv[0]} -> {kv[1]}")
+    for (host, base, other, kv), devs in alike.items():
+        if len(devs) == 1:
+            out.append(str(SettingChange(host, f"{devs[0]}.scheduler", base, other)))
+        else:
+            out.append(f"{host + ': ' if host else ''}scheduler {base or '(none)'} -> "
+                       f"{other or '(none)'} on {len(devs)} devices: {', '.join(devs)}")
+        if kv is not None:
+            out.append(f"  {'its' if len(devs) == 1 else 'their'} tunables: {kv[0]} -> {kv[1]}")
     return out + rest
 
 
