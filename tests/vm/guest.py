@@ -522,9 +522,15 @@ COMPLETION_CHAIN = ("iop_rq_complete", "iop_rq_complete_raw", "iop_compl", "iop_
 LOST_BYTES_MAX = 1 << 20
 
 
-def chain_losses(ivs, names):
+def missed_runs(ivs, keep):
+    """The runs the kernel skipped over the window (`missed` in the intervals' bpf.programs)
+    of the programs whose name keep() takes."""
     return sum(p.get("missed", 0) for iv in ivs for p in (iv.get("bpf") or {}).get("programs", [])
-               if p["name"] in names)
+               if keep(p["name"]))
+
+
+def chain_losses(ivs, names):
+    return missed_runs(ivs, lambda n: n in names)
 
 
 def disk_counts(ivs, disk, before, after, mode=None, untimeable=0):
@@ -697,9 +703,7 @@ def sync_held(cell, ivs, io_sync, fio_sync):
     bpf_prog_active is held: by a task preempted inside a tracing program, 7.0+, or inside
     a BPF map syscall); the skips count every device's, so a cell may fall short of fio by
     up to the window's skips, never more, and never above it."""
-    missed = sum(p.get("missed", 0) for iv in ivs
-                 for p in (iv.get("bpf") or {}).get("programs", [])
-                 if p["name"].startswith(("iop_enter_", "iop_exit_")))
+    missed = missed_runs(ivs, lambda n: n.startswith(("iop_enter_", "iop_exit_")))
     cell["sync_missed"] = missed
     return fio_sync - missed <= io_sync <= fio_sync
 

@@ -198,29 +198,24 @@ def test_missing_or_broken_pyarrow_names_the_one_that_works_beside_debian(monkey
 
     real_import, real_find = importlib.import_module, importlib.util.find_spec
 
-    def no_pyarrow(name, *a, **kw):
-        if name == "pyarrow":
-            raise ImportError("No module named 'pyarrow'")
-        return real_import(name, *a, **kw)
+    def pyarrow_fails(error: str, installed: bool) -> str:
+        """require()'s message where importing pyarrow raises ImportError(error) and
+        find_spec finds it (installed) or not."""
+        def fake_import(name, *a, **kw):
+            if name == "pyarrow":
+                raise ImportError(error)
+            return real_import(name, *a, **kw)
 
-    monkeypatch.setattr(importlib, "import_module", no_pyarrow)
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "pyarrow" else real_find(name, *a))
-    with pytest.raises(MissingExtra) as e:
-        require("pyarrow", "--format parquet")
-    msg = str(e.value)
+        monkeypatch.setattr(importlib, "import_module", fake_import)
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
+            (object() if installed else None) if name == "pyarrow" else real_find(name, *a)))
+        with pytest.raises(MissingExtra) as e:
+            require("pyarrow", "--format parquet")
+        return str(e.value)
+
+    msg = pyarrow_fails("No module named 'pyarrow'", installed=False)
     assert msg.startswith("--format parquet needs pyarrow: pip install 'iopulse[report]'") \
         and "pip install 'pyarrow<26'" in msg and msg.endswith("'pyarrow' is not installed"), msg
-
-    def broken(name, *a, **kw):
-        if name == "pyarrow":
-            raise ImportError("pyarrow requires NumPy 2.0 or newer, found 1.24.2")
-        return real_import(name, *a, **kw)
-
-    monkeypatch.setattr(importlib, "import_module", broken)
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: object() if name == "pyarrow" else real_find(name, *a))
-    with pytest.raises(MissingExtra) as e:
-        require("pyarrow", "--format parquet")
-    assert str(e.value).endswith("'pyarrow' is installed but does not import: pyarrow "
-                                 "requires NumPy 2.0 or newer, found 1.24.2"), str(e.value)
+    msg = pyarrow_fails("pyarrow requires NumPy 2.0 or newer, found 1.24.2", installed=True)
+    assert msg.endswith("'pyarrow' is installed but does not import: pyarrow "
+                        "requires NumPy 2.0 or newer, found 1.24.2"), msg
