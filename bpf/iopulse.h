@@ -66,6 +66,8 @@ enum iop_global_id {
 	IOP_G_SPARE_BIO = 7,
 	IOP_G_SPARE_SPLIT = 8,
 	IOP_G_SPARE_COMPLETE = 9, /* completions a spare handled (rq_logic.h iop_spare_completes) */
+	IOP_G_AT_ACCOUNTING = 10, /* IOs closed and timed at block_io_done: no completion program
+	                           * closed their record (iopulse.bpf.c on_io_done) */
 	IOP_G_MAX = 16,
 };
 

@@ -171,9 +171,11 @@ static int hide_features(struct btf_compat *c, char *err, unsigned long errlen)
 			c->have_atomics = false;
 		else if (len == 14 && !strncmp(p, "tp_preemptible", len))
 			c->tp_preemptible = false;
+		else if (len == 7 && !strncmp(p, "io_done", len))
+			c->have_io_done = false;
 		else if (len) {
 			snprintf(err, errlen, "%s: unknown feature '%.*s' (known: tp_btf, "
-				 "task_storage, rdonly_cast, atomics, tp_preemptible)",
+				 "task_storage, rdonly_cast, atomics, tp_preemptible, io_done)",
 				 BTF_COMPAT_HIDE_ENV, (int)len, p);
 			return -EINVAL;
 		}
@@ -217,6 +219,7 @@ int btf_compat_detect(struct btf_compat *c, char *err, unsigned long errlen)
 	c->rqf_io_stat = enum_bit(btf, "__RQF_IO_STAT", 0);
 	c->plug_clock = btf_compat_has_member(btf, "blk_plug", "cur_ktime");
 	c->tp_preemptible = btf_compat_tp_preemptible(btf);
+	c->have_io_done = tp_args(btf, "btf_trace_block_io_done") >= 1;
 	c->have_atomics = probe_atomics();
 	btf__free(btf);
 	return btf_compat_env(c, err, errlen);

@@ -27,6 +27,9 @@ struct btf_compat {
 	/* tracepoint programs run preemptible (a46023d5616e, 7.0): the spare dispatch program
 	 * is attached (compat.bpf.h 10) */
 	bool tp_preemptible;
+	/* tracepoint block_io_done (5a80bd075f3b, 6.5), where /proc/diskstats counts an IO:
+	 * the full mode closes there a record no completion program closed (tp_btf only) */
+	bool have_io_done;
 };
 
 /* RQF_FLUSH_SEQ where the flags are #defines (before 6.11): include/linux/blk-mq.h */
@@ -50,7 +53,7 @@ bool btf_compat_tp_preemptible(const struct btf *btf);
 
 /*
  * IOPULSE_HIDE_KERNEL_FEATURES (comma-separated: tp_btf, task_storage, rdonly_cast,
- * atomics, tp_preemptible) makes
+ * atomics, tp_preemptible, io_done) makes
  * btf_compat_detect report those as missing, to run the fallbacks on a kernel that has them.
  * IOPULSE_FORCE_KERNEL_FEATURES=tp_preemptible makes it report tracepoint programs as
  * preemptible where they are not, to run the spare programs (compat.bpf.h 10) on any kernel;

@@ -352,13 +352,15 @@ int output_json_write(FILE *f, const struct iop_interval *iv)
 		missed += iv->progs[i].missed;
 	}
 	fprintf(f, "],\"drops\":{\"missed_events\":%llu,\"no_slot\":%llu,\"inflight_full\":%llu,"
-		"\"sync_full\":%llu,\"sync_evicted\":%llu,\"no_bio_ts\":%llu,\"bio_evicted\":%llu},",
+		"\"sync_full\":%llu,\"sync_evicted\":%llu,\"no_bio_ts\":%llu,\"bio_evicted\":%llu,"
+		"\"completed_at_accounting\":%llu},",
 		(unsigned long long)missed, (unsigned long long)iv->global[IOP_G_NO_SLOT],
 		(unsigned long long)iv->global[IOP_G_INFLIGHT_FULL],
 		(unsigned long long)iv->global[IOP_G_SYNC_FULL],
 		(unsigned long long)iv->sync_evictions,
 		(unsigned long long)iv->global[IOP_G_NO_BIO_TS],
-		(unsigned long long)iv->global[IOP_G_BIO_EVICT]);
+		(unsigned long long)iv->global[IOP_G_BIO_EVICT],
+		(unsigned long long)iv->global[IOP_G_AT_ACCOUNTING]);
 	fprintf(f, "\"bpf\":{\"stats_enabled\":%s,\"run_cnt\":%llu,\"run_time_ns\":%llu,\"programs\":[",
 		iv->bpf_stats ? "true" : "false", (unsigned long long)cnt, (unsigned long long)ns);
 	for (i = 0; i < iv->nprogs; i++) {

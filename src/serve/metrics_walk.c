@@ -306,6 +306,7 @@ static void health(struct walk *w, const Iopulse__V1__Update *u, const Iopulse__
 		{ "sync_full", d ? d->sync_full : 0 }, { "no_bio_ts", d ? d->no_bio_ts : 0 },
 		{ "bio_evicted", d ? d->bio_evicted : 0 },
 		{ "program_skips", d ? d->program_skips : 0 },
+		{ "completed_at_accounting", d ? d->completed_at_accounting : 0 },
 	};
 	struct metrics_label l[4] = { { "host", w->o->host } };
 	char k[16], mp[16];

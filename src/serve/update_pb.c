@@ -295,6 +295,7 @@ pb_update *update_from_interval(const struct iop_interval *iv)
 	u->drops->sync_evicted = iv->sync_evictions;
 	u->drops->no_bio_ts = iv->global[IOP_G_NO_BIO_TS];
 	u->drops->bio_evicted = iv->global[IOP_G_BIO_EVICT];
+	u->drops->completed_at_accounting = iv->global[IOP_G_AT_ACCOUNTING];
 	for (i = 0; i < iv->nprogs; i++)
 		u->drops->program_skips += iv->progs[i].missed;
 	for (i = 0; i < iv->ndevs; i++) {
@@ -499,6 +500,7 @@ int update_merge_into(pb_update *acc, const pb_update *src, const struct update_
 			acc->drops->sync_evicted += src->drops->sync_evicted;
 			acc->drops->no_bio_ts += src->drops->no_bio_ts;
 			acc->drops->bio_evicted += src->drops->bio_evicted;
+			acc->drops->completed_at_accounting += src->drops->completed_at_accounting;
 			acc->drops->program_skips += src->drops->program_skips;
 		}
 	}

@@ -1,4 +1,5 @@
 """Per-device IO counts and bytes against /proc/diskstats, exactly."""
+import os
 import signal
 import time
 
@@ -45,7 +46,9 @@ def test_counts_and_bytes_match_diskstats(loopdev, daemon, workload):
     print(f"\n{lo.name}: {len(ivs)} intervals, device listed in "
           f"{sum(1 for _ in dev_entries(ivs, lo.name))}; completions the kernel did not "
           f"report, counted from the request records: {unseen} (program runs the kernel "
-          f"skipped, recursion on a CPU: {sum(iv['drops']['missed_events'] for iv in ivs)})")
+          f"skipped, recursion on a CPU: {sum(iv['drops']['missed_events'] for iv in ivs)}; "
+          f"closed at the accounting point, no completion program having run: "
+          f"{sum(iv['drops'].get('completed_at_accounting', 0) for iv in ivs)})")
     for op in ("read", "write"):
         print(f"  {op:5}: iopulsed ios={got[op][0]} bytes={got[op][1]} | "
               f"diskstats ios={want[op][0]} bytes={want[op][1]} | "
@@ -92,3 +95,46 @@ def test_io_just_before_sigterm_is_in_last_interval(loopdev, daemon):
           f"{ivs[-1]['interval_s']} s")
     assert truth == 500
     assert got == truth, f"writes: iopulsed {got} != diskstats {truth}"
+
+
+def _skipped_completion_run(loopdev, daemon, hide_io_done: bool):
+    """fio on a loop device while every completion program skips about one whole completion
+    in 40 (IOPULSE_TEST_SKIP_COMPLETIONS): what the kernel's tracepoint delivery does to a
+    few IOs on some machines (docs/metrics.md)."""
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    env = {"IOPULSE_TEST_SKIP_COMPLETIONS": "40"}
+    if hide_io_done:
+        env["IOPULSE_HIDE_KERNEL_FEATURES"] = "io_done"
+    d = daemon("--json", "-i", "1s", "--devices", lo.name, env=env)
+    before = wait_idle(lo.name)
+    run_fio(name="iop-skips", filename=lo.path, direct=1, size="256M", rw="randrw",
+            bs="4k", ioengine="libaio", iodepth=8, number_ios=4000, randrepeat=0)
+    time.sleep(1.5)
+    after = wait_idle(lo.name)
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+    ivs = d.all_intervals()
+    truth = after - before
+    got = {op: sum_op(ivs, lo.name, op, "ios") for op in ("read", "write")}
+    assert got == {"read": truth.reads, "write": truth.writes}, (got, truth)
+    timed = sum(sum_hist_count(ivs, lo.name, op, "service_ns") for op in ("read", "write"))
+    unseen = sum(sum_op(ivs, lo.name, op, "completion_unseen") for op in ("read", "write"))
+    closed = sum(iv["drops"]["completed_at_accounting"] for iv in ivs)
+    print(f"\n{lo.name}: {truth.reads + truth.writes} IOs, {timed} timed, {unseen} unseen, "
+          f"{closed} closed at block_io_done (io_done {'hidden' if hide_io_done else 'on'})")
+    return truth.reads + truth.writes, timed, unseen, closed
+
+
+def test_completions_no_program_saw_are_timed_where_diskstats_counts_them(loopdev, daemon):
+    """The program on block_io_done closes and times the IOs whose completion reached no
+    completion program: every IO timed, those counted in drops.completed_at_accounting."""
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        if b"btf_trace_block_io_done" not in f.read():
+            pytest.fail("this kernel has no block_io_done tracepoint (6.5 and later have it)")
+    total, timed, unseen, closed = _skipped_completion_run(loopdev, daemon, False)
+    assert closed >= total // 100, f"only {closed} of {total} closed at block_io_done"
+    assert timed == total and unseen == 0, (timed, unseen, total)
+    # without it the same IOs are counted when their request comes back, untimed
+    total, timed, unseen, closed = _skipped_completion_run(loopdev, daemon, True)
+    assert closed == 0 and unseen >= total // 100 and timed + unseen == total, \
+        (total, timed, unseen, closed)

@@ -216,7 +216,7 @@ def test_prometheus_scrapes_exact_counts_and_buckets(loopdev, daemon, prometheus
     assert lint.returncode == 0 and not lint.stdout.strip() and not lint.stderr.strip(), \
         lint.stdout + lint.stderr
     # every named cause of an IO without a latency sample is exported, the kernel's skips too
-    for kind in ("inflight_full", "no_bio_ts", "program_skips"):
+    for kind in ("inflight_full", "no_bio_ts", "program_skips", "completed_at_accounting"):
         assert re.search(r'^iopulse_drops_total\{[^}]*kind="%s"\} \d+' % kind, text, re.M), kind
     from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
     from prometheus_client.parser import text_string_to_metric_families as prom_parse

@@ -136,6 +136,7 @@ static void build(struct iop_interval *iv)
 	iv->global[IOP_G_SYNC_FULL] = 13;
 	iv->global[IOP_G_NO_BIO_TS] = 14;
 	iv->global[IOP_G_BIO_EVICT] = 15;
+	iv->global[IOP_G_AT_ACCOUNTING] = 17;
 	iv->sync_evictions = 16;
 	iv->bpf_stats = true;
 	iv->nprogs = 2;
@@ -243,9 +244,9 @@ static const char checker[] =
 	"        hist(b['latency_ns'], w + kind)\n"
 	"    assert sum(b['latency_sum_ns'] for b in t['by_call'].values()) == t['latency_sum_ns']\n"
 	"keys(iv['drops'], 'missed_events no_slot inflight_full sync_full sync_evicted no_bio_ts '\n"
-	"     'bio_evicted', 'drops')\n"
+	"     'bio_evicted completed_at_accounting', 'drops')\n"
 	"ints(iv['drops'], 'missed_events no_slot inflight_full sync_full sync_evicted no_bio_ts '\n"
-	"     'bio_evicted', 'drops')\n"
+	"     'bio_evicted completed_at_accounting', 'drops')\n"
 	"b = iv['bpf']\n"
 	"keys(b, 'stats_enabled run_cnt run_time_ns programs', 'bpf')\n"
 	"assert type(b['stats_enabled']) is bool\n"
@@ -317,7 +318,8 @@ START_TEST(test_json_shape)
 	has(s, "\"tid\":102,\"comm\":\"evil\\u001b[2Jname!!!\",\"process\":\"ceph-osd\","
 	       "\"osd_id\":null,\"dev\":\"8:32\",\"device\":null,\"disks\":[],");
 	has(s, "\"drops\":{\"missed_events\":2,\"no_slot\":11,\"inflight_full\":12,\"sync_full\":13,"
-	       "\"sync_evicted\":16,\"no_bio_ts\":14,\"bio_evicted\":15}");
+	       "\"sync_evicted\":16,\"no_bio_ts\":14,\"bio_evicted\":15,"
+	       "\"completed_at_accounting\":17}");
 	has(s, "\"bpf\":{\"stats_enabled\":true,\"run_cnt\":150,\"run_time_ns\":37000,\"programs\":"
 	       "[{\"name\":\"iop_rq_complete\",\"run_cnt\":100,\"run_time_ns\":30000,\"missed\":2},"
 	       "{\"name\":\"iop_rq_issue\",\"run_cnt\":50,\"run_time_ns\":7000,\"missed\":0}]}}\n");

@@ -108,6 +108,43 @@ START_TEST(test_sweep_retires_what_an_idle_stamp_proves_complete)
 }
 END_TEST
 
+START_TEST(test_sweep_leaves_a_requeued_request_waiting_for_its_next_dispatch)
+{
+	struct probes *p = fake_probes_new(4, 16, false);
+	uint64_t *c = p->data;
+	struct diskstats_dev dev = { .kdev = LOOP3, .slot = 1, .data = c, .held = true };
+	uint32_t slot_kdev[4] = { LOOP3 };
+	struct iop_rq_rec *waiting, *lost;
+	struct unseen *u;
+
+	ck_assert_int_eq(unseen_new(&u, p, 4, path), 0);
+	/* a requeued read (idle, out of the kernel's in_flight) and a read whose completion
+	 * was lost, both dispatched before the device was found idle */
+	waiting = open_read(p, 0x1000, mono_ns() - 1000000);
+	waiting->requeued = 1;
+	lost = open_read(p, 0x2000, mono_ns() - 1000000);
+	c[IOP_C_IOS + IOP_OP_READ] = 9;
+	write_stats(10, 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 1);
+	ck_assert_uint_eq(lost->key, 0);
+	/* the requeued one completes after its next dispatch: counted then, not here */
+	ck_assert_uint_eq(waiting->key, 0x1000);
+	ck_assert_uint_ne(waiting->d_ns, 0);
+	ck_assert_uint_eq(c[IOP_C_IOS + IOP_OP_READ], 10);
+	ck_assert_uint_eq(c[IOP_C_UNSEEN + IOP_OP_READ], 1);
+	/* still waiting at the next idle stamps: still left */
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_uint_eq(waiting->key, 0x1000);
+	/* one that waited longer than any requeue does is retired after all */
+	waiting->d_ns = mono_ns() - 31ull * 1000000000ull;
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 1);
+	ck_assert_uint_eq(waiting->key, 0);
+	unseen_free(u);
+	fake_probes_free(p);
+}
+END_TEST
+
 START_TEST(test_sweep_leaves_a_slot_handed_to_another_device)
 {
 	struct probes *p = fake_probes_new(4, 16, false);
@@ -177,6 +214,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_sweep_retires_what_an_idle_stamp_proves_complete);
+	tcase_add_test(tc, test_sweep_leaves_a_requeued_request_waiting_for_its_next_dispatch);
 	tcase_add_test(tc, test_sweep_leaves_a_slot_handed_to_another_device);
 	tcase_add_test(tc, test_count_adds_a_grown_gap);
 	tcase_add_test(tc, test_records_that_cannot_be_mapped_are_an_error);

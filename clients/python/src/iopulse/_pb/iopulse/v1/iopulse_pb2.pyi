@@ -131,8 +131,9 @@ class DeviceStats(_message.Message):
     def __init__(self, name: _Optional[str] = ..., major: _Optional[int] = ..., minor: _Optional[int] = ..., read: _Optional[_Union[OpStats, _Mapping]] = ..., write: _Optional[_Union[OpStats, _Mapping]] = ..., flush: _Optional[_Union[OpStats, _Mapping]] = ..., discard: _Optional[_Union[OpStats, _Mapping]] = ..., seek_sequential: _Optional[int] = ..., seek_forward: _Optional[int] = ..., seek_backward: _Optional[int] = ..., seek_distance_sectors: _Optional[_Union[Histogram, _Mapping]] = ..., preflush: _Optional[int] = ..., fua: _Optional[int] = ..., preflush_latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., fua_latency_ns: _Optional[_Union[Histogram, _Mapping]] = ..., requeues: _Optional[int] = ..., osd_id: _Optional[int] = ..., osd_role: _Optional[str] = ..., holders: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Drops(_message.Message):
-    __slots__ = ["bio_evicted", "inflight_full", "no_bio_ts", "no_slot", "program_skips", "sync_evicted", "sync_full"]
+    __slots__ = ["bio_evicted", "completed_at_accounting", "inflight_full", "no_bio_ts", "no_slot", "program_skips", "sync_evicted", "sync_full"]
     BIO_EVICTED_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_AT_ACCOUNTING_FIELD_NUMBER: _ClassVar[int]
     INFLIGHT_FULL_FIELD_NUMBER: _ClassVar[int]
     NO_BIO_TS_FIELD_NUMBER: _ClassVar[int]
     NO_SLOT_FIELD_NUMBER: _ClassVar[int]
@@ -140,13 +141,14 @@ class Drops(_message.Message):
     SYNC_EVICTED_FIELD_NUMBER: _ClassVar[int]
     SYNC_FULL_FIELD_NUMBER: _ClassVar[int]
     bio_evicted: int
+    completed_at_accounting: int
     inflight_full: int
     no_bio_ts: int
     no_slot: int
     program_skips: int
     sync_evicted: int
     sync_full: int
-    def __init__(self, no_slot: _Optional[int] = ..., inflight_full: _Optional[int] = ..., sync_full: _Optional[int] = ..., sync_evicted: _Optional[int] = ..., no_bio_ts: _Optional[int] = ..., bio_evicted: _Optional[int] = ..., program_skips: _Optional[int] = ...) -> None: ...
+    def __init__(self, no_slot: _Optional[int] = ..., inflight_full: _Optional[int] = ..., sync_full: _Optional[int] = ..., sync_evicted: _Optional[int] = ..., no_bio_ts: _Optional[int] = ..., bio_evicted: _Optional[int] = ..., program_skips: _Optional[int] = ..., completed_at_accounting: _Optional[int] = ...) -> None: ...
 
 class Histogram(_message.Message):
     __slots__ = ["count", "index", "precision"]
