@@ -98,6 +98,16 @@ def test_group_jobs_are_siblings_and_a_dead_job_ends_at_the_next_group(loopdev, 
         got = next(r for r in rows if r.phase.name == f"qd1-{n}" and r.device == n)
         want = fio[f"qd1-{n}"]["write"]["total_ios"]
         assert abs(got.values["writes"] - want) <= 0.01 * want, (n, got.values["writes"], want)
+    # each job's phase has its own device's rows (its filename=), the group every device's
+    for n in (a, b, c):
+        # its loop device, and the disk its backing file is on (not watched here)
+        got = phases[f"qd1-{n}"].devices
+        assert n in got and not got & ({a, b, c} - {n}), phases[f"qd1-{n}"].labels
+        assert {r.device for r in rows if r.phase.name == f"qd1-{n}"} == {n}
+    assert "devices" not in phases["group1"].labels
+    assert {r.device for r in rows if r.phase.name == "group1"} == {a, b, c}
+    every, _ = phase_rows(run, every_device=True)
+    assert {r.device for r in every if r.phase.name == f"qd1-{a}"} == {a, b, c}
     # the report says which end was inferred, and shows the tree
     rep = subprocess.run(iopulse_cmd("report", out, "--format", "json"), env=CLIENT_ENV,
                          capture_output=True, text=True, timeout=120)

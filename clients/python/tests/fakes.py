@@ -167,3 +167,24 @@ def serve(fake: FakeTelemetry, target: str) -> grpc.Server:
     server.add_insecure_port(target)
     server.start()
     return server
+
+
+def write_phase_run(path: str, hosts: list[list[Any]], phase: str = "p",
+                    command: tuple[str, ...] = ("true",)) -> None:
+    """A run file of one host per list of Updates (written in order), each host with one
+    phase from the end of its first Update to the end of its last."""
+    from iopulse.record import RunWriter
+    with RunWriter(path) as w:
+        w.write_json({"type": "header", "format": 1, "argv": ["iopulse", "record"],
+                      "command": list(command)})
+        for h in range(len(hosts)):
+            w.write_json({"type": "agent", "host": h, "target": f"unix:/run/h{h}.sock"})
+        for h, updates in enumerate(hosts):
+            for i, u in enumerate(updates):
+                edge = {"realtime_ns": u.end_realtime_ns, "monotonic_ns": u.end_monotonic_ns}
+                if i == 0:
+                    u.phases.add(name=phase, id=1, **edge)
+                if i == len(updates) - 1:
+                    u.phases.add(name=phase, end=True, begin_id=1, id=2, **edge)
+                w.write_update(h, u.SerializeToString())
+        w.close({"type": "end", "status": "ok", "exit_code": 0})

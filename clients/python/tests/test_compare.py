@@ -560,9 +560,9 @@ def test_the_retuned_device_is_under_test_in_the_runs(qd_runs, monkeypatch):
     seen = []
     real = mod._under_test
 
-    def spy(weights, classes, changed=frozenset()):
+    def spy(weights, classes, changed=frozenset(), named=frozenset()):
         seen.append(changed)
-        return real(weights, classes, changed)
+        return real(weights, classes, changed, named)
 
     monkeypatch.setattr(mod, "_under_test", spy)
     cmp = comparison(_runs(qd_runs, "qd1-a", "qd1-b"), _runs(qd_runs, "qd16-a", "qd16-b"))
@@ -591,3 +591,38 @@ def test_devices_retuned_alike_share_one_settings_line():
         "  their tunables: (none) -> fifo_batch=16 read_expire=500",
         "sdb.scheduler mq-deadline -> bfq",
         "sdb.nr_requests 64 -> 128"]
+
+
+def test_false_discoveries_are_held_over_all_the_tests() -> None:
+    """Benjamini-Hochberg over the changes tested on the devices under test: a lone p of
+    0.03 among 20 tests is 'chance', not flagged; p 0.001 and 0.004 among them pass (0.004 <=
+    2/20 x 0.05); the op 'all' rows (repeats of their ops) are not counted as tests."""
+    from iopulse.analysis.compare import CHANCE, Change, _control_false_discoveries
+
+    made = iter(range(1000))
+
+    def change(p: float, flagged: bool, op: str = "write") -> Change:
+        n = next(made)          # rows of other values: other tests
+        c = Change("x", 0, "", "sdb", op, "iops", [1.0 + n, 1.1], [2.0, 2.1], under_test=True)
+        c.p, c.flagged, c.verdict = p, flagged, "worse" if flagged else "within noise"
+        return c
+
+    lone = [change(0.03, True)] + [change(0.5, False) for _ in range(19)] + \
+        [change(0.03, True, "all")]
+    m, cut = _control_false_discoveries(lone, 0.05)
+    assert (m, cut) == (20, None)
+    assert [c.verdict for c in lone if c.p == 0.03] == [CHANCE, CHANCE]
+    assert not any(c.flagged for c in lone)
+    real = [change(0.001, True), change(0.004, True), change(0.03, True)] + \
+        [change(0.5, False) for _ in range(17)]
+    m, cut = _control_false_discoveries(real, 0.05)
+    assert (m, cut) == (20, 0.004)
+    assert [c.flagged for c in real[:3]] == [True, True, False]
+    assert real[2].verdict == CHANCE
+    # the same row in a group and in its job's phase (the same values) is one test
+    twice = [change(0.001, True), change(0.004, True)]
+    twice.append(Change("y", 0, "", "sdb", "write", "iops", list(twice[0].base),
+                        list(twice[0].other), under_test=True))
+    twice[-1].p, twice[-1].flagged = 0.001, True
+    m, cut = _control_false_discoveries(twice, 0.05)
+    assert (m, cut) == (2, 0.004)

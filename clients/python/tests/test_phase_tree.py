@@ -112,3 +112,28 @@ def test_the_tree_survives_markdown_and_html():
     assert "| 3 | › › a | 3.0 |" in md
     page = grid_table(g, phase_rows=False)
     assert ">&nbsp;&nbsp;&nbsp;&nbsp;a<" in page and ">&nbsp;&nbsp;group1<" in page
+
+
+def test_depths_follow_the_phases_begun_in_not_their_names():
+    """A replay window that starts inside one recording (its fio and group1 begun before the
+    window: their jobs have no parent in it), then a second recording with the same names:
+    every job of the second is at depth 2, the first's orphans at 0 (before: the parent was
+    looked up by name, so the second's jobs could take the first's group1 and sit at 1)."""
+    marks = [_begin("x", 1, 10, 3),                      # a job of a group begun earlier
+             _begin("group1", 1, 11, 2),                  # a group of a fio begun earlier
+             _begin("y", 1, 12, 11),
+             _end("x", 2, 13, 10), _end("y", 2, 14, 12), _end("group1", 2, 15, 11),
+             _begin("fio", 3, 16, 0), _begin("group1", 3, 17, 16),
+             _begin("a", 3, 18, 17), _begin("b", 3, 19, 17),
+             _end("a", 4, 20, 18), _end("b", 4, 21, 19), _end("group1", 4, 22, 17),
+             _end("fio", 5, 23, 16)]
+    windows = [_Window(t * S, (t + 1) * S, t * S, (t + 1) * S) for t in range(1, 6)]
+    run = _Run(hosts=[_Host(0, marks, windows)])
+    run.events = [{"type": "mark", "host": 0, **m.to_dict()} for m in marks]
+    got = {(p.name, p.start_real_ns // S): (p.parent, p.depth) for p in phases_of_run(run)}
+    assert got[("x", 1)] == (None, 0)
+    assert got[("group1", 1)] == (None, 0)
+    assert got[("y", 1)] == ("group1", 1)
+    assert got[("fio", 3)] == (None, 0)
+    assert got[("group1", 3)] == ("fio", 1)
+    assert got[("a", 3)] == ("group1", 2) and got[("b", 3)] == ("group1", 2), got

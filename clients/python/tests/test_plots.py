@@ -369,3 +369,23 @@ def test_a_run_without_phases_is_one_phase_in_the_per_phase_figures(tmp_path):
     names = sorted(os.path.basename(p) for p in plots.plot_all(run, str(tmp_path / "p")))
     assert names == ["heatmap-0-sdb.png", "seek-0-sdb.png", "sync-threads.png",
                      "throughput.png"]
+
+
+@pytest.mark.parametrize("jobs", [32, 4])
+def test_sync_plot_shows_each_threads_call_latency(figs, jobs):
+    """Below the calls/s: each interval's p99 of the thread's calls, in ms (the run's fio
+    thread: every call 300 us), nothing drawn where it made no call."""
+    if figs is None:
+        return
+    fig = figs[jobs]["sync-threads"]
+    (ax,) = _axes_by_ylabel(fig, "call latency p99 (ms)")
+    lines = [line for line in ax.get_lines() if line.get_gid() == "sync-p99"]
+    assert len(lines) == 1, lines           # the run's one syncing thread
+    ys = [float(y) for y in lines[0].get_ydata()]
+    drawn = [y for y in ys if not math.isnan(y)]
+    assert drawn and all(abs(y - 0.3) <= 0.3 * 2 ** -4 for y in drawn), sorted(set(drawn))
+    (rate,) = _axes_by_ylabel(fig, "sync calls/s")
+    calls = [float(y) for y in rate.get_lines()[0].get_ydata()]
+    assert len(calls) == len(ys)
+    assert all(math.isnan(y) == (c == 0 or math.isnan(c)) for c, y in zip(calls, ys)), \
+        list(zip(calls, ys))

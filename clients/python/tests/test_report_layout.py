@@ -221,3 +221,32 @@ def test_fio_beside_split_ios_and_clat_below(hard):
     assert len(s.notes) == 1 and s.notes[0].startswith("fio's clat lies below the device's "
                                                        "total latency at p50 ("), s.notes
     assert "above" not in s.notes[0] and "(-" not in s.notes[0], s.notes
+
+
+def test_fio_beside_fdatasync_writes_are_not_taken_for_pieces(hard):
+    """4 KiB writes each followed by an fdatasync on a raw device: the device counts twice
+    fio's writes (each call's empty write carrying a preflush), half its bytes per request.
+    Those are not pieces of split IOs: fio's clat is compared; a 4 MiB write split in 8 with
+    its fdatasync is both."""
+    import dataclasses
+
+    from iopulse.report.fio_side import _notes, fio_sides
+
+    run = load(hard)
+    rows, _ = phase_rows(run)
+    (r,) = [x for x in fio_sides(run, rows) if x.op == "write"]
+    s = dataclasses.replace(r, fio_ios=1000, fio_bytes=1000 * 4096, fio_sync_calls=1000,
+                            block_ios=2000, block_bytes=1000 * 4096, preflushes=1000,
+                            notes=[])
+    assert s.data_requests == 1000 and s.pieces is None, (s.data_requests, s.pieces)
+    notes = _notes(s)
+    assert notes[0].startswith("1000 more writes than fio's: empty writes carrying a "
+                               "preflush of fio's 1000 fsync/fdatasync calls"), notes
+    assert not any("whole IO's" in n or "pieces" in n for n in notes), notes
+    split = dataclasses.replace(s, fio_bytes=100 * 4 << 20, fio_ios=100, fio_sync_calls=100,
+                                block_ios=900, block_bytes=100 * 4 << 20, preflushes=100)
+    assert split.data_requests == 800 and split.pieces == 8, split.pieces
+    notes = _notes(split)
+    assert notes[0].startswith("100 more writes than fio's: empty writes"), notes
+    assert notes[1].startswith("700 more requests than fio's IOs: each of fio's 4 MiB IOs") \
+        and "as about 8 requests of 512 KiB" in notes[1], notes

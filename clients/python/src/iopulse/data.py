@@ -92,15 +92,18 @@ def _op_records(a: DeviceAgg, seconds: float, ops: tuple[str, ...]
         yield op, {**op_figures(a.op(op), seconds), **(dev if op == ALL else none)}
 
 
-def phase_records(run: Run, phases: Optional[list[Phase]] = None, idle: bool = False
+def phase_records(run: Run, phases: Optional[list[Phase]] = None, idle: bool = False,
+                  every_device: bool = False
                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(per phase x host x device x op, per phase x host x thread) records, every record with
     the same keys. Ops: read, write, discard, flush and all (the data ops together: the
     report's row); seeks, flushes, preflushes and the like belong to the device and are on
-    its 'all' record (None on the others)."""
+    its 'all' record (None on the others). A fio job's phase has the records of the job's
+    own devices (its 'devices' label), the group around it every device's, unless
+    every_device."""
     phases = run.phases() if phases is None else phases
     index = {id(p): n for n, p in enumerate(phases)}
-    rows, trows = phase_rows(run, phases, idle=idle)
+    rows, trows = phase_rows(run, phases, idle=idle, every_device=every_device)
     lc = _label_columns(phases, DEVICE_HEAD + THREAD_HEAD)
     dev: list[dict[str, Any]] = []
     none = dict.fromkeys(DEVICE_KEYS)
@@ -196,14 +199,15 @@ def dataframe(records: list[dict[str, Any]]) -> Any:
     return df
 
 
-def load(path: str) -> Frames:
+def load(path: str, every_device: bool = False) -> Frames:
     """The run file at path as DataFrames (the records of phase_records() and
-    interval_records()): phases (phase x host x device x op: the numbers of iopulse report),
+    interval_records()): phases (phase x host x device x op: the numbers of iopulse report;
+    a fio job's phase has its own devices' rows, every device's with every_device),
     intervals (interval x host x device x op), threads (phase x host x sync thread). Times
     are also pandas Timestamps (UTC) in 'start'/'end'."""
     pd = require("pandas", "iopulse.load()")
     run = load_run(path)
-    dev, thr = phase_records(run)
+    dev, thr = phase_records(run, every_device=every_device)
     iv = dataframe(list(interval_records(run)))
     ph = dataframe(dev)
     th = dataframe(thr)

@@ -272,6 +272,7 @@ class Drops:
     no_bio_ts: int = 0
     bio_evicted: int = 0
     program_skips: int = 0
+    completed_at_accounting: int = 0
 
     @classmethod
     def from_pb(cls, msg: Any) -> "Drops":

@@ -4,11 +4,11 @@ sums in metrics.py, once, for the report, compare, export and iopulse.load() ali
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional, Protocol, Sequence, Union
+from typing import Any, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, Union
 
 from ..histogram import Histogram
 from ..model import (ALL, DATA_OPS, DEFAULT_PRECISION, DEVICE_HISTOGRAMS, OP_COUNTERS,
-                     OP_HISTOGRAMS, OPS, SYNC_CALLS, device_where)
+                     OP_HISTOGRAMS, OPS, SYNC_CALLS, DeviceInfo, device_where)
 from ..phases.model import Phase
 
 ROW_OPS = DATA_OPS + ("flush", ALL)         # the op rows of a device, in this order
@@ -203,6 +203,14 @@ class ThreadAgg:
             if t.HasField(c + "_latency") and getattr(t, c):
                 add_pb(self.by_call, c, getattr(t, c + "_latency").histogram_ns, k)
 
+    def merge(self, other: "ThreadAgg") -> None:
+        """Another thread's calls added to these (counts add, latency buckets merge)."""
+        for name in ("calls", "fsync", "fdatasync", "sync_file_range", "flush_bios",
+                     "latency_sum_ns"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        merge_into(self.hists, other.hists)
+        merge_into(self.by_call, other.by_call)
+
 
 @dataclass
 class PhaseAgg:
@@ -211,6 +219,8 @@ class PhaseAgg:
     updates: int = 0
     devices: dict[str, DeviceAgg] = field(default_factory=dict)
     threads: dict[tuple[int, int], ThreadAgg] = field(default_factory=dict)
+    only: frozenset[str] = frozenset()     # the phase's own devices (Phase.devices), if any
+    others: dict[str, DeviceAgg] = field(default_factory=dict)   # the rest, when only is set
 
     def add(self, u: Any) -> None:
         """Add one iopulse.v1.Update message."""
@@ -218,9 +228,10 @@ class PhaseAgg:
         self.seconds += max(0, u.end_monotonic_ns - u.start_monotonic_ns) / 1e9
         self.updates += 1
         for d in u.devices:
-            a = self.devices.get(d.name)
+            into = self.devices if not self.only or d.name in self.only else self.others
+            a = into.get(d.name)
             if a is None:
-                a = self.devices[d.name] = DeviceAgg(d.name)
+                a = into[d.name] = DeviceAgg(d.name)
             a.add(d, k)
         for t in u.threads:
             key = (t.pid, t.tid)
@@ -232,34 +243,92 @@ class PhaseAgg:
             ta.add(t, k)
 
 
-def osd_totals(devs: Iterable[DeviceAgg]) -> dict[int, DeviceAgg]:
-    """Per Ceph OSD, its devices (block, block.db, block.wal) merged: counts add, histograms
-    merge exactly. Only OSDs with more than one device get a row of their own."""
+def _under(names: set[str], a: DeviceAgg, info: Optional[DeviceInfo]) -> set[str]:
+    """The names among names that device a sits on: a dm/md device's disks and slaves, a
+    partition's disk (the longest other name its own begins with: sdb of sdb1, nvme0n1 of
+    nvme0n1p2)."""
+    if info is None:
+        return set()
+    out = {s for s in list(info.slaves) + list(info.disks) if s in names and s != a.name}
+    if info.partition:
+        disks = [n for n in names if n != a.name and a.name.startswith(n)]
+        if disks:
+            out.add(max(disks, key=len))
+    return out
+
+
+def osd_parts(devs: Iterable[DeviceAgg], infos: Optional[Mapping[str, DeviceInfo]] = None
+              ) -> dict[int, list[DeviceAgg]]:
+    """Per Ceph OSD, its devices of one host whose IO none of its other devices carries: the
+    disk under its LV or its partition (labelled with the OSD as well) left out, so that
+    adding them up counts each IO once. infos: the host's devices (Info) by name; without
+    one a device is taken as standing alone."""
     by: dict[int, list[DeviceAgg]] = {}
     for a in devs:
         if a.osd_id is not None:
             by.setdefault(a.osd_id, []).append(a)
-    out: dict[int, DeviceAgg] = {}
+    out: dict[int, list[DeviceAgg]] = {}
     for osd, parts in by.items():
+        names = {a.name for a in parts}
+        below: set[str] = set()
+        for a in parts:
+            below |= _under(names, a, (infos or {}).get(a.name))
+        out[osd] = [a for a in parts if a.name not in below]
+    return out
+
+
+def osd_totals(devs: Iterable[DeviceAgg], infos: Optional[Mapping[str, DeviceInfo]] = None
+               ) -> dict[int, DeviceAgg]:
+    """Per Ceph OSD, its devices (block, block.db, block.wal; osd_parts) merged: counts add,
+    histograms merge exactly. Only OSDs with more than one device get a row of their own."""
+    out: dict[int, DeviceAgg] = {}
+    for osd, parts in osd_parts(devs, infos).items():
         if len(parts) < 2:
             continue
-        t = DeviceAgg(f"osd.{osd} (all devices)", osd, "all")
+        t = DeviceAgg(f"osd.{osd}", osd, "all")
         for a in parts:
             t.merge(a)
         out[osd] = t
     return out
 
 
-def aggregate(run: RunLike, phases: list[Phase]) -> dict[tuple[int, int], PhaseAgg]:
-    """(phase position, host index) -> PhaseAgg, in one pass over the run's Updates."""
+OSD_DATA = "osd.*"          # the row merging the OSDs' data (block) devices
+
+
+def osd_data(devs: Iterable[DeviceAgg], infos: Optional[Mapping[str, DeviceInfo]] = None
+             ) -> tuple[Optional[DeviceAgg], int]:
+    """Every Ceph OSD's data device (role block; osd_parts) of one host merged, and how many
+    there were: (None, 0) without any."""
+    t, n = None, 0
+    for _, parts in sorted(osd_parts(devs, infos).items()):
+        for a in parts:
+            if a.osd_role == "block":
+                if t is None:
+                    t = DeviceAgg(OSD_DATA, None, "block")
+                t.merge(a)
+                n += 1
+    return t, n
+
+
+def aggregate(run: RunLike, phases: list[Phase], every_device: bool = False
+              ) -> dict[tuple[int, int], PhaseAgg]:
+    """(phase position, host index) -> PhaseAgg, in one pass over the run's Updates. A phase
+    that names its devices (a fio job's, Phase.devices) has only those, on the hosts that
+    have them (none on the others), unless every_device or no host of the run has them (fio
+    on a client writing to an RBD image, say: then every device, as for any other phase)."""
     out: dict[tuple[int, int], PhaseAgg] = {}
     for host, u in run.iter_updates():
         for n, p in enumerate(phases):
             if p.contains(host, u):
                 a = out.get((n, host))
                 if a is None:
-                    a = out[(n, host)] = PhaseAgg()
+                    a = out[(n, host)] = PhaseAgg(only=frozenset() if every_device
+                                                  else p.devices)
                 a.add(u)
+    found = {n for (n, _), a in out.items() if a.devices}
+    for (n, _), a in out.items():
+        if a.only and not a.devices and n not in found:
+            a.devices, a.others = a.others, {}
     return out
 
 
@@ -298,7 +367,7 @@ def phase_histogram(run: RunLike, phase: Union[str, Phase], host: Optional[str],
                          f"{', '.join(names.values()) or 'none'}")
     out: Optional[Histogram] = None
     seen: set[str] = set()
-    for (_, h), pa in aggregate(run, [p]).items():
+    for (_, h), pa in aggregate(run, [p], every_device=True).items():
         if host is not None and names[h] != host:
             continue
         seen.update(pa.devices)

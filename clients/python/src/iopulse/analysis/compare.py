@@ -14,8 +14,10 @@ The rule (docs/benchmarking.md, "How a verdict is reached"):
   spread is taken as no less than that of values spread evenly over one bucket (sd =
   width / sqrt(12)): two runs that land in the same bucket do not make every change
   significant.
-- A change is flagged when p < alpha (0.05), it is at least min_change (10%), and it is on
-  a device under test. A part of the latency (queue wait, service) is judged by its change
+- A change is flagged when p < alpha (0.05), it is at least min_change (10%), it is on a
+  device under test, and p is at most the Benjamini-Hochberg threshold over all the
+  comparison's tests on the devices under test (false discoveries held to alpha; else
+  'chance'). A part of the latency (queue wait, service) is judged by its change
   as a share of the total latency at the same percentile: 2 -> 13 us of queue wait inside a
   400 us total is 3% of it, however large its own ratio.
 - With one run on a side the run-to-run spread is unknown: changes are shown, not judged.
@@ -25,11 +27,17 @@ The rule (docs/benchmarking.md, "How a verdict is reached"):
   settings differ between the sides; or the devices selected (devices=...).
   The others are shown after them and never flagged: their load is not the workload's alone.
 
+A phase's sync threads are compared too (op 'sync', their name in the device column): each
+name (and Ceph OSD) merged per run, matched across runs by it, calls/s and latency p50/p99
+judged by the same rule, always under test.
+
 Phases match by name and order of appearance (the n-th 'randwrite' with the n-th) and keep
 the runs' order; a phase or device with data on one side only is listed as such. Labels that
 differ between the sides are shown, not matched on (iodepth=1 against iodepth=16 is the point
 of the comparison). Rows match by host and device; runs of a single host each match by device
-alone, so that two machines can be compared.
+alone, so that two machines can be compared; match='device' matches by device name (a
+name's rows of every host merged exactly), match='osd' by Ceph OSD (its devices on every
+host merged).
 """
 from __future__ import annotations
 
@@ -41,9 +49,10 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..model import ALL, DATA_OPS, DEFAULT_PRECISION
 from ..phases.model import Phase
-from .aggregate import RunLike
+from .aggregate import RunLike, ThreadAgg
 from .labels import LOOP, OSD, STACKED
-from .metrics import Row, phase_rows
+from .metrics import (MATCHES, OSD_DATA, Number, Row, ThreadRow, merged_rows, phase_rows,
+                      thread_values)
 from .settings import settings_changes
 from .stats import mean, sd, student, t_quantile
 
@@ -55,6 +64,7 @@ OPS = DATA_OPS + (ALL,)          # ALL: the data ops together, as the report's r
 BETTER, WORSE = "better", "worse"           # flagged
 NOISE = "within noise"                      # p >= alpha: not told from the runs' spread
 SMALL = "small"                             # p < alpha, but under min_change
+CHANCE = "chance"                           # p < alpha, not past the false-discovery control
 TOO_FEW = "too few"                         # fewer than two runs on a side: not judged
 NOT_DUT = "not DUT"                         # not a device under test: shown, never judged
 BASE_ONLY, OTHER_ONLY = "base only", "other only"
@@ -64,6 +74,9 @@ VERDICTS = {
     NOISE: "p >= alpha: the change is inside what the runs' spread produces (below "
            "'detectable')",
     SMALL: "p < alpha, but below the minimum change (a latency part: of the total latency)",
+    CHANCE: "p < alpha and at least the minimum change, but not below the comparison's "
+            "false-discovery threshold (Benjamini-Hochberg over all its tests): as likely "
+            "one of the tests that pass by chance",
     TOO_FEW: "fewer than two runs with a value on a side: the run-to-run spread is unknown, "
              "not judged",
     NOT_DUT: "not a device under test (a backing disk, another tenant's device): shown, "
@@ -101,7 +114,16 @@ METRICS = (
     Metric("svc_p50", "svc_p50_ns", "svc p50", "ns", False, part_of="total_p50"),
     Metric("svc_p99", "svc_p99_ns", "svc p99", "ns", False, part_of="total_p99"),
 )
-BY_NAME = {m.name: m for m in METRICS}
+# a sync thread's (its changes' op is SYNC, their device the thread's name): BlueStore's
+# kv_sync fdatasync rate and latency are what a Ceph tuning turns on
+SYNC = "sync"
+SYNC_METRICS = (
+    Metric("calls_per_s", "calls_per_s", "calls/s", "calls/s", True, context=True),
+    Metric("p50", "latency_p50_ns", "sync p50", "ns", False),
+    Metric("p99", "latency_p99_ns", "sync p99", "ns", False, context=True),
+)
+SYNC_CLASS = "sync thread"
+BY_NAME = {m.name: m for m in METRICS + SYNC_METRICS}
 
 
 def _pct(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -262,6 +284,8 @@ class Comparison:
     settings: list[SettingChange]
     notes: list[str]                # what the reader should know (settings not recorded...)
     selected: bool = False          # devices were selected: all of them are under test
+    tests: int = 0                  # the changes tested on the devices under test (FDR family)
+    fdr_p: Optional[float] = None   # a flag stands at p <= this (None: no test passes)
 
     @property
     def tested(self) -> bool:
@@ -284,12 +308,16 @@ class Comparison:
                 f"{self.alpha:g} at |t| > {crit:.2f}); a change on a device under test is "
                 f"flagged when p < {self.alpha:g} and it is at least {self.min_change:g}% "
                 f"(a queue-wait or service latency: {self.min_change:g}% of the total latency "
-                f"at that percentile); 'detectable' is the smallest change these runs could "
-                f"tell from noise")
+                f"at that percentile) and p is at most the Benjamini-Hochberg threshold of "
+                f"this comparison's {self.tests} tests (false discoveries held to "
+                f"{100 * self.alpha:g}%: "
+                + ("none passes" if self.fdr_p is None else f"p <= {self.fdr_p:.3g}")
+                + "); 'detectable' is the smallest change these runs could tell from noise")
 
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base, "other": self.other, "alpha": self.alpha,
                 "min_change_pct": self.min_change, "tested": self.tested,
+                "tests": self.tests, "fdr_p": self.fdr_p,
                 "rule": self.rule(), "selected_devices": self.selected,
                 "settings": [{"host": s.host, "key": s.key, "base": s.base, "other": s.other}
                              for s in self.settings],
@@ -354,6 +382,10 @@ class _RunData:
     run: RunLike
     phases: dict[PKey, Phase]       # in the run's order
     rows: dict[tuple[PKey, DKey], Row]
+    # a phase's sync threads of one name (and OSD) on a host, merged: thread_values()
+    threads: dict[tuple[PKey, DKey], dict[str, Optional[Number]]] = field(default_factory=dict)
+    # the row names of the devices each phase's workload drove (_named)
+    named: dict[PKey, frozenset[str]] = field(default_factory=dict)
 
 
 def _keyed_phases(run: RunLike) -> list[tuple[PKey, Phase]]:
@@ -366,16 +398,80 @@ def _keyed_phases(run: RunLike) -> list[tuple[PKey, Phase]]:
     return out
 
 
+def _osd_of(runs: Sequence[RunLike]) -> dict[str, str]:
+    """Device name -> the Ceph OSD it belongs to (osd.N), from the runs' agents' Info."""
+    osd: dict[str, str] = {}
+    for run in runs:
+        for h in run.hosts:
+            for d in (h.info.devices if h.info is not None else []):
+                if d.osd_id is not None:
+                    osd.setdefault(d.name, f"osd.{d.osd_id}")
+    return osd
+
+
+def _named(run: RunLike, keyed: list[tuple[PKey, Phase]], match: str
+           ) -> dict[PKey, frozenset[str]]:
+    """The devices each phase's workload drove, as its rows are named: a fio job's files'
+    (Phase.devices), a phase without them (a stonewall group) its nested phases' (its jobs
+    ran on all of them); matched by Ceph OSD, the OSDs (osd.N) those devices belong to."""
+    osd = _osd_of([run])
+    out: dict[PKey, frozenset[str]] = {}
+    for n, (k, p) in enumerate(keyed):
+        names = set(p.devices)
+        if not names:
+            for _, q in keyed[n + 1:]:
+                if q.depth <= p.depth:
+                    break
+                names |= q.devices
+        if match == "osd":
+            names = {osd[x] for x in names if x in osd}
+        out[k] = frozenset(names)
+    return out
+
+
 def _host_key(run: RunLike, host: str) -> str:
     return "" if len(run.hosts) == 1 else host
 
 
-def _read(run: RunLike, keep: Callable[[str], bool]) -> _RunData:
+def thread_name(t: ThreadAgg) -> str:
+    """What sync threads match by across runs: the name, and the OSD (tids differ per run)."""
+    return t.comm + (f" osd.{t.osd_id}" if t.osd_id is not None else "")
+
+
+def _threads(run: RunLike, trows: list[ThreadRow], pos: dict[int, PKey],
+             keep: Callable[[str], bool], by_host: bool = True
+             ) -> dict[tuple[PKey, DKey], dict[str, Optional[Number]]]:
+    """The sync threads of each phase merged by name (fio's 32 jobs' threads are one
+    'fio'): calls add, latency buckets merge; a thread syncing a device left out is left
+    out."""
+    merged: dict[tuple[PKey, DKey], tuple[ThreadAgg, float]] = {}
+    for tr in trows:
+        t = tr.thread
+        if t.device and not keep(t.device):
+            continue
+        key = (pos[id(tr.phase)], (_host_key(run, tr.host) if by_host else "", thread_name(t)))
+        if key not in merged:
+            merged[key] = (ThreadAgg(t.comm, t.process, 0, 0, t.osd_id, t.device), tr.seconds)
+        merged[key][0].merge(t)
+    return {k: thread_values(m, s) for k, (m, s) in merged.items()}
+
+
+def _read(run: RunLike, keep: Callable[[str], bool], every_device: bool,
+          match: str = "host") -> _RunData:
+    """match: host (rows by host and device; a run of one host by device alone), device (by
+    device name, a name's rows of every host merged) or osd (by Ceph OSD, its devices on
+    every host merged; sync threads by name and OSD whatever the host)."""
     keyed = _keyed_phases(run)
     pos = {id(p): k for k, p in keyed}
-    rows, _ = phase_rows(run, [p for _, p in keyed])
-    return _RunData(run, dict(keyed), {(pos[id(r.phase)], (_host_key(run, r.host), r.device)): r
-                                       for r in rows if keep(r.device)})
+    phases = [p for _, p in keyed]
+    rows, trows = phase_rows(run, phases, every_device=every_device)
+    if match != "host":
+        rows = merged_rows(run, phases, match, every_device)
+    return _RunData(run, dict(keyed),
+                    {(pos[id(r.phase)], (_host_key(run, r.host) if match == "host" else "",
+                                         r.device)): r
+                     for r in rows if keep(r.device)},
+                    _threads(run, trows, pos, keep, match == "host"), _named(run, keyed, match))
 
 
 def _order(lists: list[list[PKey]]) -> list[PKey]:
@@ -394,24 +490,44 @@ def _order(lists: list[list[PKey]]) -> list[PKey]:
 
 
 def _under_test(weights: dict[DKey, float], classes: dict[DKey, str],
-                changed: frozenset[str] = frozenset()) -> tuple[list[DKey], str]:
-    """The devices a phase's workload ran on, busiest first, then those with IO in it whose
-    settings differ between the sides (changed: device names), and why."""
+                changed: frozenset[str] = frozenset(), named: frozenset[str] = frozenset()
+                ) -> tuple[list[DKey], str]:
+    """The devices a phase's workload ran on, busiest first: those with IO in it that its
+    fio jobs' files are on (named: row names; of them the loop or dm/md ones, as the disks
+    beneath carry their IO again), or where the phase names none, those with at least half
+    the busiest device's IOs (the loop or dm/md ones among them); then those whose settings
+    differ between the sides (changed); and why."""
     busy = {k: w for k, w in weights.items() if w > 0 and classes.get(k) != OSD}
+    cluster: list[DKey] = []
+    if not busy:
+        # matched by Ceph OSD: its rows are the devices, every OSD's data devices together
+        # under test as well
+        busy = {k: w for k, w in weights.items() if w > 0 and k[1] != OSD_DATA}
+        cluster = [k for k, w in weights.items() if w > 0 and k[1] == OSD_DATA]
     if not busy:
         return [], "no IO"
-    top = max(busy.values())
-    near = {k: w for k, w in busy.items() if 2 * w >= top}
-    upper = {k: w for k, w in near.items() if classes.get(k) in (LOOP, STACKED)}
-    pick = upper or near
-    why = ("the loop or dm/md device(s) among those with at least half the busiest "
-           "device's IOs" if upper and len(upper) < len(near) else
-           "the device(s) with at least half the busiest device's IOs")
+    own = {k for k in busy if k[1] in named}
+    upper = {k for k in own if classes.get(k) in (LOOP, STACKED)}
+    if own:
+        # the workload's own: a disk that other tenants keep busier is not what it ran on
+        pick = {k: busy[k] for k in (upper or own)}
+        why = ("the loop or dm/md device(s) the jobs' files are on" if upper and upper != own
+               else "the device(s) the jobs' files are on")
+    else:
+        top = max(busy.values())
+        near = {k: w for k, w in busy.items() if 2 * w >= top}
+        upper = {k for k in near if classes.get(k) in (LOOP, STACKED)}
+        pick = {k: near[k] for k in (upper or near)}
+        why = ("the loop or dm/md device(s) among those with at least half the busiest "
+               "device's IOs" if upper and len(upper) < len(near) else
+               "the device(s) with at least half the busiest device's IOs")
     tuned = {k: w for k, w in busy.items() if k[1] in changed and k not in pick}
     if tuned:
         why += ", and those whose settings differ between the sides"
+    if cluster:
+        why += ", and every OSD's data devices together"
     return sorted(pick, key=lambda k: (-pick[k], k)) + \
-        sorted(tuned, key=lambda k: (-tuned[k], k)), why
+        sorted(tuned, key=lambda k: (-tuned[k], k)) + cluster, why
 
 
 def _values(runs: list[_RunData], pk: PKey, dk: DKey, op: str, m: Metric) -> list[float]:
@@ -425,6 +541,38 @@ def _values(runs: list[_RunData], pk: PKey, dk: DKey, op: str, m: Metric) -> lis
         v = r.ops[op][m.figure]
         if v is not None:
             out.append(float(v))
+    return out
+
+
+def _thread_values(runs: list[_RunData], pk: PKey, tk: DKey, m: Metric) -> list[float]:
+    out = []
+    for d in runs:
+        v = d.threads.get((pk, tk))
+        if v is None:
+            if m.unit != "ns":
+                out.append(0.0)         # the phase ran, the thread made no sync call in it
+            continue
+        x = v.get(m.figure)
+        if x is not None:
+            out.append(float(x))
+    return out
+
+
+def _sync_changes(bruns: list[_RunData], oruns: list[_RunData], pk: PKey,
+                  diff: dict[str, tuple[str, str]]) -> list[Change]:
+    """A phase's sync threads, matched by name and OSD: calls/s and latency p50/p99, each
+    judged (a thread with calls is the workload's: under test)."""
+    out = []
+    keys = sorted({tk for d in bruns + oruns for (k, tk) in d.threads if k == pk})
+    for tk in keys:
+        inb, ino = (any((pk, tk) in d.threads for d in side) for side in (bruns, oruns))
+        only = "" if inb and ino else ("base" if inb else "other")
+        for m in SYNC_METRICS:
+            b = _thread_values(bruns, pk, tk, m) if inb else []
+            o = _thread_values(oruns, pk, tk, m) if ino else []
+            if b or o:
+                out.append(Change(pk[0], pk[1], tk[0], tk[1], SYNC, m.name, b, o, SYNC_CLASS,
+                                  True, only, labels_changed=diff))
     return out
 
 
@@ -467,6 +615,28 @@ def _judge(c: Change, alpha: float, min_change: float, precision: int) -> None:
         c.verdict = BETTER if c.better else WORSE
 
 
+def _control_false_discoveries(changes: list[Change], alpha: float
+                               ) -> tuple[int, Optional[float]]:
+    """Benjamini-Hochberg at alpha over every change tested on a device under test, each
+    test once (the op 'all' rows repeat their ops, and a fio job alone on its device repeats
+    its group's rows: the same values are one test): the threshold is the largest p_(k) with
+    p_(k) <= k/m alpha; a flag with a larger p becomes CHANCE. Returns (m, the threshold,
+    None when no test passes)."""
+    tests = {(c.host, c.device, c.op, c.stat, tuple(c.base), tuple(c.other)): c.p
+             for c in changes if c.under_test and c.p is not None and c.op != ALL}
+    fam = sorted(p for p in tests.values() if p is not None)
+    m = len(fam)
+    cut = None
+    for k, p in enumerate(fam, 1):
+        if p <= k / m * alpha:
+            cut = p
+    for c in changes:
+        if c.flagged and c.p is not None and (cut is None or c.p > cut):
+            c.flagged = False
+            c.verdict = CHANCE
+    return m, cut
+
+
 def _matcher(devices: Optional[Sequence[str]], exclude: Optional[Sequence[str]]
              ) -> Callable[[str], bool]:
     def keep(name: str) -> bool:
@@ -492,16 +662,23 @@ def _settings(base: list[RunLike], other: list[RunLike], devices: list[str]
     out: list[SettingChange] = []
     notes: list[str] = []
     missing: dict[str, list[str]] = {}
+    absent: dict[str, list[str]] = {}
     for host, a, b in _host_pairs(base[0], other[0]):
         if a is None or b is None:
-            for side, s in (("base", a), ("other", b)):
-                if s is None:
+            for side, s, run in (("base", a, base[0]), ("other", b, other[0])):
+                if s is None and host and host not in {h.name for h in run.hosts}:
+                    absent.setdefault(side, []).append(host)
+                elif s is None:
                     missing.setdefault(side, []).append(host or "its host")
             continue
         out += [SettingChange(host, k, x, y) for k, x, y in settings_changes(a, b, devices)]
     for side, hosts in missing.items():
         notes.append(f"device settings were not recorded in the first {side} run for "
                      f"{', '.join(hosts)} (a daemon that does not report them)")
+    for side, hosts in absent.items():
+        notes.append(f"not in the {side} runs: host {', '.join(hosts)}, whose settings are "
+                     "compared with nothing (rows of different hosts match with --match "
+                     "device or --match osd)")
     for side, runs in (("base", base), ("other", other)):
         for r in runs[1:]:
             diff = [str(SettingChange(host, k, x, y)) for host, a, b in
@@ -515,17 +692,20 @@ def _settings(base: list[RunLike], other: list[RunLike], devices: list[str]
 
 def comparison(base: list[RunLike], other: list[RunLike], *, min_change: float = MIN_CHANGE,
                alpha: float = ALPHA, devices: Optional[Sequence[str]] = None,
-               exclude: Optional[Sequence[str]] = None) -> Comparison:
+               exclude: Optional[Sequence[str]] = None, match: str = "host") -> Comparison:
     """Every metric of every phase x host x device x op of two sets of runs, judged by the
     module's rule. devices and exclude are shell patterns of device names (sdb, 'loop*'):
     with devices, only those are compared and all of them are under test. A recording
     given twice (the same file or a copy) raises SameRun (see check_distinct)."""
     if not base or not other:
         raise ValueError("compare: both sides need at least one run")
+    if match not in MATCHES:
+        raise ValueError(f"compare: match {match!r}, not one of {', '.join(MATCHES)}")
     same = check_distinct(base, other)
     keep = _matcher(devices, exclude)
-    bd = [_read(r, keep) for r in base]
-    od = [_read(r, keep) for r in other]
+    # a fio job's phase: its own devices' rows, or those asked for wherever they had IO
+    bd = [_read(r, keep, bool(devices), match) for r in base]
+    od = [_read(r, keep, bool(devices), match) for r in other]
     order = _order([list(d.phases) for d in bd + od])
     precision = min((h.info.histogram.precision for r in base + other for h in r.hosts
                      if h.info is not None and h.info.histogram.precision),
@@ -536,8 +716,12 @@ def comparison(base: list[RunLike], other: list[RunLike], *, min_change: float =
     # a device whose settings differ between the sides is under test wherever it has IO
     # (four OSD disks retuned, one of them four times as busy: all four are the test)
     names = sorted({dk[1] for d in bd + od for (_, dk) in d.rows})
-    changed = frozenset(x.key.split(".", 1)[0] for x in _settings(base, other, names)[0]
+    osd = _osd_of(base + other) if match == "osd" else {}
+    changed = frozenset(x.key.split(".", 1)[0] for x in
+                        _settings(base, other, sorted(osd) if osd else names)[0]
                         if x.key != "kernel")
+    if osd:
+        changed = frozenset(osd[x] for x in changed if x in osd)
     for pk in order:
         bruns = [d for d in bd if pk in d.phases]
         oruns = [d for d in od if pk in d.phases]
@@ -559,7 +743,8 @@ def comparison(base: list[RunLike], other: list[RunLike], *, min_change: float =
                          key=lambda k: (-weights[k], k))
             why = "the devices selected"
         else:
-            dut, why = _under_test(weights, classes, changed)
+            named = frozenset().union(*(d.named.get(pk, frozenset()) for d in runs))
+            dut, why = _under_test(weights, classes, changed, named)
         rest = sorted((k for k in weights if k not in dut), key=lambda k: (-weights[k], k))
         phases.append(PhaseComparison(
             pk[0], pk[1], ph.depth, "" if bruns and oruns else ("base" if bruns else "other"),
@@ -586,14 +771,18 @@ def comparison(base: list[RunLike], other: list[RunLike], *, min_change: float =
                         c.other_total = _values(oruns, pk, dk, op, total) if ino else []
                     _judge(c, alpha, min_change, precision)
                     changes.append(c)
-    settings, notes = _settings(base, other, sorted(seen_devices))
+        for c in _sync_changes(bruns, oruns, pk, diff):
+            _judge(c, alpha, min_change, precision)
+            changes.append(c)
+    settings, notes = _settings(base, other, sorted(osd) if osd else sorted(seen_devices))
+    tests, fdr_p = _control_false_discoveries(changes, alpha)
     return Comparison([r.path for r in base], [r.path for r in other], alpha, min_change,
-                      phases, changes, settings, same + notes, bool(devices))
+                      phases, changes, settings, same + notes, bool(devices), tests, fdr_p)
 
 
 def compare(base: list[RunLike], other: list[RunLike], *, min_change: float = MIN_CHANGE,
             alpha: float = ALPHA, devices: Optional[Sequence[str]] = None,
-            exclude: Optional[Sequence[str]] = None) -> list[Change]:
+            exclude: Optional[Sequence[str]] = None, match: str = "host") -> list[Change]:
     """The changes of comparison(): in the runs' phase order, the devices under test first."""
     return comparison(base, other, min_change=min_change, alpha=alpha, devices=devices,
-                      exclude=exclude).changes
+                      exclude=exclude, match=match).changes

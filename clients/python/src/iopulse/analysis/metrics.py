@@ -15,13 +15,14 @@ from typing import Any, Optional, Union
 from ..histogram import Histogram, bucket_index, bucket_lower
 from ..phases.model import Phase
 from ..model import ALL, LATENCY_OPS, OPS, SYNC_CALLS
-from .aggregate import (ROW_OPS, DeviceAgg, OpAgg, PhaseAgg, RunLike, ThreadAgg, aggregate,
-                        osd_totals)
+from .aggregate import (OSD_DATA, ROW_OPS, DeviceAgg, OpAgg, PhaseAgg, RunLike, ThreadAgg,
+                        aggregate, osd_data, osd_parts, osd_totals)
 from .labels import OSD, device_class
 
 __all__ = ["ROW_OPS", "DEVICE_COLUMNS", "THREAD_COLUMNS", "Number", "DeviceAgg", "OpAgg",
            "PhaseAgg", "ThreadAgg", "aggregate", "osd_totals", "op_figures", "device_figures",
-           "device_values", "thread_values", "Row", "ThreadRow", "phase_rows", "OP_KEYS",
+           "device_values", "thread_values", "Row", "ThreadRow", "phase_rows", "merged_rows",
+           "OSD_DATA", "DATA_DEVICES", "CLUSTER", "OP_KEYS",
            "DEVICE_KEYS", "THREAD_KEYS", "is_float_key"]
 
 Number = Union[int, float]
@@ -221,31 +222,113 @@ def _busy(a: DeviceAgg) -> bool:
     return any(a.ops[op].ios for op in OPS)
 
 
-def phase_rows(run: RunLike, phases: Optional[list[Phase]] = None, idle: bool = False
-               ) -> tuple[list[Row], list[ThreadRow]]:
-    """Device rows per phase x host (devices without IO in the phase left out unless idle;
-    Ceph OSDs of several devices also as one merged row) and every sync thread with calls,
-    busiest first."""
+MATCHES = ("host", "device", "osd")
+# the OSD data devices' rows: every OSD's block device of a host (more than one), and of every
+# host (several) on the cluster's row
+DATA_DEVICES = "data devices"
+CLUSTER = "all"
+
+
+def _infos(h: Any) -> dict[str, Any]:
+    """A host's devices (its agent's Info) by name; {} when it sent none."""
+    return {d.name: d for d in h.info.devices} if h.info is not None else {}
+
+
+def merged_rows(run: RunLike, phases: Optional[list[Phase]] = None, by: str = "device",
+                every_device: bool = False) -> list[Row]:
+    """Rows per phase merged across hosts, exactly (counts add, buckets merge), host "": by
+    device name (sdb of every host is one row), or by Ceph OSD (every device of osd.N, on
+    whatever host, one row named osd.N, the disk under its LV or partition not added again;
+    devices of no OSD left out; and the data devices of every OSD one row, osd.*, where there
+    are several). A phase's seconds are its longest on a host."""
+    if by not in MATCHES[1:]:
+        raise ValueError(f"merged_rows: by {by!r}, not one of {', '.join(MATCHES[1:])}")
     phases = run.phases() if phases is None else phases
-    aggs = aggregate(run, phases)
+    aggs = aggregate(run, phases, every_device)
+    infos: dict[str, Any] = {}
+    for h in run.hosts:
+        for name, d in _infos(h).items():
+            infos.setdefault(name, d)
+    rows: list[Row] = []
+    for n, p in enumerate(phases):
+        merged: dict[str, DeviceAgg] = {}
+        seconds = 0.0
+        data_devices = 0
+        for h in run.hosts:
+            pa = aggs.get((n, h.index))
+            if pa is None:
+                continue
+            seconds = max(seconds, pa.seconds)
+            if by == "device":
+                parts = list(pa.devices.values())
+            else:
+                hi = _infos(h)
+                parts = [a for ps in osd_parts(pa.devices.values(), hi).values() for a in ps]
+                data, k = osd_data(pa.devices.values(), hi)
+                if data is not None:
+                    parts.append(data)
+                    data_devices += k
+            for a in parts:
+                key = a.name if by == "device" or a.name == OSD_DATA else f"osd.{a.osd_id}"
+                m = merged.get(key)
+                if m is None:
+                    m = merged[key] = DeviceAgg(key, a.osd_id, a.osd_role if by == "device"
+                                                else "all")
+                m.merge(a)
+        if data_devices < 2:
+            merged.pop(OSD_DATA, None)      # one OSD's data device: its own row says it all
+        for key in sorted(merged, key=lambda k: (k == OSD_DATA, k)):
+            a = merged[key]
+            if _busy(a):
+                osd = _osd(a) if by == "device" else \
+                    DATA_DEVICES if key == OSD_DATA else "all devices"
+                rows.append(_row(p, "", a, osd, seconds, OSD if by == "osd" else
+                                 device_class(key, infos.get(key))))
+    return rows
+
+
+def phase_rows(run: RunLike, phases: Optional[list[Phase]] = None, idle: bool = False,
+               every_device: bool = False) -> tuple[list[Row], list[ThreadRow]]:
+    """Device rows per phase x host (devices without IO in the phase left out unless idle;
+    a fio job's phase only the job's devices unless every_device, see aggregate(); Ceph OSDs
+    of several devices also as one merged row (osd.N, "all devices"); a host's OSD data
+    devices, where it has several, as one row (osd.*, "data devices"), and every host's as
+    the cluster's row, host "all", where several hosts have them) and every sync thread with
+    calls, busiest first."""
+    phases = run.phases() if phases is None else phases
+    aggs = aggregate(run, phases, every_device)
     rows: list[Row] = []
     trows: list[ThreadRow] = []
     for n, p in enumerate(phases):
+        data_hosts: list[tuple[DeviceAgg, float]] = []
         for h in run.hosts:
             pa = aggs.get((n, h.index))
             if pa is None:
                 continue
             seconds = pa.seconds
-            info = {d.name: d for d in h.info.devices} if h.info is not None else {}
+            info = _infos(h)
             for name in sorted(pa.devices):
                 a = pa.devices[name]
                 if idle or _busy(a):
                     rows.append(_row(p, h.name, a, _osd(a), seconds,
                                      device_class(name, info.get(name))))
-            for osd, a in sorted(osd_totals(pa.devices.values()).items()):
+            for osd, a in sorted(osd_totals(pa.devices.values(), info).items()):
                 if idle or _busy(a):
-                    rows.append(_row(p, h.name, a, f"osd.{osd}", seconds, OSD))
+                    rows.append(_row(p, h.name, a, "all devices", seconds, OSD))
+            data, k = osd_data(pa.devices.values(), info)
+            if data is not None:
+                if k > 1 and (idle or _busy(data)):
+                    rows.append(_row(p, h.name, data, DATA_DEVICES, seconds, OSD))
+                data_hosts.append((data, seconds))
             for t in sorted(pa.threads.values(), key=lambda t: (-t.calls, t.pid, t.tid)):
                 if t.calls:
                     trows.append(ThreadRow(p, h.name, t, thread_values(t, seconds), seconds))
+        if len(data_hosts) > 1:
+            # the cluster: every host's OSD data devices, one row
+            a = DeviceAgg(OSD_DATA, None, "block")
+            for d, _ in data_hosts:
+                a.merge(d)
+            if idle or _busy(a):
+                rows.append(_row(p, CLUSTER, a, DATA_DEVICES, max(s for _, s in data_hosts),
+                                 OSD))
     return rows, trows

@@ -6,7 +6,8 @@ import json
 import sys
 from typing import Optional
 
-from ..analysis.compare import (BETTER, NOISE, SMALL, VERDICTS, WORSE, Change, Comparison,
+from ..analysis.compare import (BETTER, CHANCE, NOISE, SMALL, VERDICTS, WORSE, Change,
+                                Comparison,
                        PhaseComparison, SameRun, SettingChange, comparison)
 from ..record.reader import load
 from .common import EXIT_OK, EXIT_USAGE, console, printable
@@ -52,6 +53,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                         "repeatable); all of them are devices under test")
     s.add_argument("--exclude", action="append", metavar="NAME",
                    help="leave out these devices (a name or a shell pattern; repeatable)")
+    s.add_argument("--match", choices=("host", "device", "osd"), default="host",
+                   help="how rows of the two sides match: host (default: by host and device; "
+                        "runs of one host by device alone), device (by device name whatever "
+                        "the host: a name's rows of every host merged exactly, so a one-host "
+                        "baseline meets a two-host run), osd (by Ceph OSD: every device of "
+                        "osd.N, on whatever host, one row)")
     s.add_argument("--all", action="store_true",
                    help="every metric of every device and op (default: every metric of the "
                         "devices under test, IOPS and total p99 of the others)")
@@ -139,7 +146,7 @@ def _shown(c: Change, everything: bool) -> bool:
     return c.spec.context and (c.under_test or c.op != "discard")
 
 
-def phase_heading(p: PhaseComparison, cmp: Comparison) -> str:
+def phase_heading(p: PhaseComparison, cmp: Comparison, folded: int = 0) -> str:
     name = p.name + (f" #{p.occurrence + 1}" if p.occurrence else "")
     parts = [("  " * p.depth) + "phase " + name]
     if p.labels_changed:
@@ -154,6 +161,8 @@ def phase_heading(p: PhaseComparison, cmp: Comparison) -> str:
         parts.append(f"runs {p.base_runs} + {p.other_runs}, {lo if lo == hi else lo + '-' + hi} s")
     dut = ", ".join(f"{h}:{d}" if h else d for h, d in p.under_test)
     parts.append(f"under test: {dut}" if dut else "no IO")
+    if folded:
+        parts.append(f"{folded} row{'s' * (folded != 1)} as in an earlier phase, shown there")
     return "; ".join(parts)
 
 
@@ -189,11 +198,33 @@ def settings_lines(changes: list[SettingChange]) -> list[str]:
     return out + rest
 
 
+def _visible(cmp: Comparison, everything: bool
+             ) -> tuple[list[Change], dict[tuple[str, int], int]]:
+    """The changes the table shows (_shown), in the phases' order, and per phase how many
+    were folded: without everything, a row identical to one an earlier phase shows (the same
+    host, device, op, metric and per-run values: a fio job alone on its device in a group
+    repeats the group's row) is shown once, where it came first."""
+    seen: set[tuple[object, ...]] = set()
+    out: list[Change] = []
+    folded: dict[tuple[str, int], int] = {}
+    for p in cmp.phases:
+        for c in cmp.changes:
+            if c.phase != p.name or c.occurrence != p.occurrence or not _shown(c, everything):
+                continue
+            sig = (c.host, c.device, c.op, c.stat, tuple(c.base), tuple(c.other))
+            if not everything and sig in seen:
+                folded[(p.name, p.occurrence)] = folded.get((p.name, p.occurrence), 0) + 1
+                continue
+            seen.add(sig)
+            out.append(c)
+    return out, folded
+
+
 def header_lines(cmp: Comparison, everything: bool = False) -> list[str]:
     """The runs, the settings that differ, the rule, and the count of what the table shows
     (the changes it leaves out, such as read and write together, are counted apart)."""
-    shown = [c for c in cmp.changes if _shown(c, everything)]
-    judged = [c for c in shown if c.verdict in (BETTER, WORSE, NOISE, SMALL)]
+    shown, folded = _visible(cmp, everything)
+    judged = [c for c in shown if c.verdict in (BETTER, WORSE, NOISE, SMALL, CHANCE)]
     hidden = sum(c.flagged for c in cmp.changes) - sum(c.flagged for c in shown)
     lines = [f"base:  {len(cmp.base)} run{'s' * (len(cmp.base) != 1)}: {' '.join(cmp.base)}",
              f"other: {len(cmp.other)} run{'s' * (len(cmp.other) != 1)}: {' '.join(cmp.other)}"]
@@ -204,12 +235,17 @@ def header_lines(cmp: Comparison, everything: bool = False) -> list[str]:
         lines.append("settings that differ (base -> other): none, of the devices compared")
     lines.append("rule: " + cmp.rule())
     if cmp.tested:
-        count = {v: sum(c.verdict == v for c in judged) for v in (NOISE, SMALL)}
+        count = {v: sum(c.verdict == v for c in judged) for v in (NOISE, SMALL, CHANCE)}
         lines.append(f"flagged: {sum(c.flagged for c in shown)} of {len(judged)} changes "
                      f"judged on the devices under test ({count[NOISE]} within noise, "
-                     f"{count[SMALL]} small)"
+                     f"{count[SMALL]} small"
+                     + (f", {count[CHANCE]} chance" if count[CHANCE] else "") + ")"
                      + (f"; {hidden} more among the rows shown with --all (read and write "
-                        "together)" if hidden else ""))
+                        "together, rows repeated in an inner phase)" if hidden else ""))
+        if folded:
+            lines.append(f"folded: {sum(folded.values())} rows identical to one an earlier "
+                         "phase shows (a job alone on its device repeats an outer phase's), shown "
+                         "there once (--all shows them)")
     else:
         lines.append(f"flagged: 0 of {len(cmp.changes)} changes (none judged: one run on a "
                      f"side)")
@@ -217,16 +253,18 @@ def header_lines(cmp: Comparison, everything: bool = False) -> list[str]:
     return lines
 
 
-def _rows(cmp: Comparison, everything: bool) -> tuple[list[str], int, bool,
-                                                      list[tuple[PhaseComparison, list[Change]]]]:
+_Group = tuple[PhaseComparison, list[Change], int]   # a phase, its rows, how many folded
+
+
+def _rows(cmp: Comparison, everything: bool) -> tuple[list[str], int, bool, list[_Group]]:
     runs = len(cmp.base) > 1 or len(cmp.other) > 1
     hosts = any(c.host for c in cmp.changes)
     heads, lead = _heads(runs, hosts)
+    visible, folded = _visible(cmp, everything)
     groups = []
     for p in cmp.phases:
-        cs = [c for c in cmp.changes if c.phase == p.name and c.occurrence == p.occurrence
-              and _shown(c, everything)]
-        groups.append((p, cs))
+        cs = [c for c in visible if c.phase == p.name and c.occurrence == p.occurrence]
+        groups.append((p, cs, folded.get((p.name, p.occurrence), 0)))
     return heads, lead, runs, groups
 
 
@@ -276,16 +314,16 @@ def _table(cmp: Comparison, everything: bool) -> int:
     con = console()
     heads, lead, runs, groups = _rows(cmp, everything)
     hosts = "host" in heads
-    cells = [(c, _cells(c, runs, hosts)) for _, cs in groups for c in cs]
+    cells = [(c, _cells(c, runs, hosts)) for _, cs, _ in groups for c in cs]
     widths = [max([len(h)] + [len(r[i]) for _, r in cells]) for i, h in enumerate(heads)]
     layout = fold(heads, widths, con.width, lead)
     left = _left(heads, lead)
     for line in header_lines(cmp, everything):
         con.print(Text(printable(line)))
     by = {id(c): r for c, r in cells}
-    for p, cs in groups:
+    for p, cs, nfold in groups:
         con.print()
-        con.print(Text(printable(phase_heading(p, cmp)), style="bold"))
+        con.print(Text(printable(phase_heading(p, cmp, nfold)), style="bold"))
         if not cs:
             continue
         for line in render_lines(heads, widths, layout, left):
@@ -312,8 +350,8 @@ def markdown(cmp: Comparison, everything: bool) -> str:
     hosts = "host" in heads
     out = ["# iopulse compare", ""] + [" " * (len(x) - len(x.lstrip())) + f"- {_md(x.strip())}"
                                        for x in header_lines(cmp, everything)]
-    for p, cs in groups:
-        out += ["", f"## {_md(phase_heading(p, cmp).strip())}", ""]
+    for p, cs, nfold in groups:
+        out += ["", f"## {_md(phase_heading(p, cmp, nfold).strip())}", ""]
         if not cs:
             continue
         out.append("| " + " | ".join(heads) + " |")
@@ -324,7 +362,7 @@ def markdown(cmp: Comparison, everything: bool) -> str:
             if c.flagged:
                 r[-1] = f"**{r[-1]}**"
             out.append("| " + " | ".join(_md(x) for x in r) + " |")
-    used = {c.verdict for _, cs in groups for c in cs}
+    used = {c.verdict for _, cs, _ in groups for c in cs}
     out += ["", "Verdicts:", ""] + [f"- **{v}**: {_md(VERDICTS[v])}" for v in VERDICTS
                                     if v in used]
     return "\n".join(out) + "\n"
@@ -339,12 +377,12 @@ def html_page(cmp: Comparison, everything: bool) -> str:
     hosts = "host" in heads
     body = ["<h1>iopulse compare</h1>"] + [f"<p class=\"note\">{html.escape(x)}</p>"
                                            for x in header_lines(cmp, everything)]
-    for p, cs in groups:
-        body.append(f"<h2>{html.escape(phase_heading(p, cmp).strip())}</h2>")
+    for p, cs, nfold in groups:
+        body.append(f"<h2>{html.escape(phase_heading(p, cmp, nfold).strip())}</h2>")
         if cs:
             body.append(table(heads, [_cells(c, runs, hosts) for c in cs], lead,
                               [c.verdict if c.flagged else "" for c in cs]))
-    used = {c.verdict for _, cs in groups for c in cs}
+    used = {c.verdict for _, cs, _ in groups for c in cs}
     body.append("<ul class=\"note\">" + "".join(
         f"<li><b>{html.escape(v)}</b>: {html.escape(VERDICTS[v])}</li>" for v in VERDICTS
         if v in used) + "</ul>")
@@ -369,7 +407,7 @@ def run(args: argparse.Namespace) -> int:
     other = [load(p) for p in opaths]
     try:
         cmp = comparison(base, other, min_change=args.min_change, devices=args.device,
-                         exclude=args.exclude)
+                         exclude=args.exclude, match=args.match)
     except SameRun as e:
         print(f"iopulse compare: {printable(str(e))}", file=sys.stderr)
         return EXIT_USAGE

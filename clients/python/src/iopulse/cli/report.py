@@ -46,6 +46,9 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--phase", action="append", default=[], metavar="GLOB",
                    help="only phases whose name matches (repeatable)")
     s.add_argument("--idle", action="store_true", help="also devices without IO in a phase")
+    s.add_argument("--every-device", action="store_true",
+                   help="in a fio job's phase, every device's rows too (default: the job's own "
+                        "devices, those its filename= is on; its group has every device)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     phases = r.phases()
     if args.phase:
         phases = [p for p in phases if any(fnmatch.fnmatchcase(p.name, g) for g in args.phase)]
-    rows, trows = phase_rows(r, phases, idle=args.idle)
+    rows, trows = phase_rows(r, phases, idle=args.idle, every_device=args.every_device)
     if r.damage:        # whatever the format (a CSV has no room for it), the reader is told
         print(f"iopulse report: {printable(args.run)}: incomplete: {printable(r.damage)}; the "
               "report covers what was written before it", file=sys.stderr)

@@ -31,6 +31,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from .fio_devices import job_devices
+from .model import DEVICES_LABEL
+
 # Options that take their value as the next argument on fio's command line.
 _ARG_OPTS = {"--output", "--output-format", "--runtime", "--section", "--alloc-size",
              "--max-jobs", "--client", "--server", "--remote-config", "--idle-prof",
@@ -140,6 +143,21 @@ def _labels(opts: dict[str, str]) -> dict[str, str]:
     return {k: opts.get(k, d) or d for k, d in LABEL_DEFAULTS.items()}
 
 
+# iopulsed takes label values of up to 1,024 characters; a job on more devices than that
+# names keeps every device's rows (no label)
+DEVICES_LABEL_MAX = 1000
+
+
+def _job_labels_with_devices(opts: dict[str, str]) -> dict[str, str]:
+    """A job phase's labels: its options', and the devices its files are on (fio_devices)
+    where they resolve here."""
+    out = _labels(opts)
+    devs = ",".join(job_devices(opts))
+    if devs and len(devs) <= DEVICES_LABEL_MAX:
+        out[DEVICES_LABEL] = devs
+    return out
+
+
 def _new_group(opts: dict[str, str]) -> bool:
     return any(k in opts and opts[k].lower() not in ("0", "false") for k in
                ("stonewall", "wait_for_previous"))
@@ -191,7 +209,7 @@ def rewrite_job_file(path: str, hook: Callable[[str, str], str], first_index: in
         if (jobs or first_index) and _new_group(opts):
             group += 1
         idx = first_index + i
-        jobs.append(Job(idx, opts.get("name") or name, group, _labels(opts)))
+        jobs.append(Job(idx, opts.get("name") or name, group, _job_labels_with_devices(opts)))
         comment = "${" + FIO_COMMENT_VAR + "}"
         pre = chain_prerun(hook("enter", f"job{idx}"), opts.get("exec_prerun"), comment,
                            opts.get("name") or name)
@@ -235,7 +253,7 @@ def plan(argv: list[str], hook: Callable[[str, str], str], out_dir: str) -> Plan
             raise FioJobFileError(f"fio job name {name!r} (--name on the command line) holds a "
                                   "line break: record cannot mark it safely (fio would hand "
                                   "it to the shell); rename the job or use --no-detect")
-        p.jobs.append(Job(idx, name, group, _labels(cmd_job)))
+        p.jobs.append(Job(idx, name, group, _job_labels_with_devices(cmd_job)))
         key = f"job{idx}"
         pre = chain_prerun(hook("enter", key), cmd_job.get("exec_prerun"), "#", name)
         post = chain_hook(hook("leave", key), cmd_job.get("exec_postrun"), "#")
@@ -357,7 +375,7 @@ def _event(job: dict[str, Any], glob: dict[str, str], start: int, end: int, acc:
            source: str) -> dict[str, Any]:
     opts = dict(glob)
     opts.update({_ALIASES.get(k, k): str(v) for k, v in job.get("job options", {}).items()})
-    labels = _labels(opts)
+    labels = _job_labels_with_devices(opts)
     labels["group"] = str(int(job.get("groupid", 0)) + 1)
     return {"type": "phase", "name": str(job.get("jobname", "job")), "labels": labels,
             "source": source, "accuracy_s": acc, "start_realtime_ns": start,

@@ -42,6 +42,11 @@ class RunLike(Protocol):
     hosts: Sequence[HostLike]
 
 
+# A phase's label naming the devices its workload drove (a fio job's files: fio_devices.py),
+# comma-separated kernel names: report, compare and load() show those devices' rows for it.
+DEVICES_LABEL = "devices"
+
+
 @dataclass
 class Edges:
     """One host's view of a phase."""
@@ -72,6 +77,11 @@ class Phase:
     @property
     def key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
         return self.name, tuple(sorted(self.labels.items()))
+
+    @property
+    def devices(self) -> frozenset[str]:
+        """The devices its workload drove (DEVICES_LABEL), empty when not known."""
+        return frozenset(x for x in self.labels.get(DEVICES_LABEL, "").split(",") if x)
 
     @property
     def duration_s(self) -> float:
@@ -154,7 +164,8 @@ def phases_of_run(run: RunLike) -> list[Phase]:
     imported ones, in start order."""
     merged: dict[tuple[Any, int], Phase] = {}
     order: list[tuple[Any, int]] = []
-    names_by_id: dict[tuple[int, int], str] = {}
+    by_id: dict[tuple[int, int], Phase] = {}    # (host, begin id): its phase
+    parent_of: dict[int, Phase] = {}            # id(phase): the phase it was begun in
     noted: dict[int, list[PhaseMark]] = {}
     asked: dict[tuple[int, int], int] = {}      # (host, begin id): the parent record asked for
     inferred: dict[tuple[int, int], str] = {}   # (host, begin id): why its end was inferred
@@ -175,18 +186,23 @@ def phases_of_run(run: RunLike) -> list[Phase]:
     for h in run.hosts:
         seen: dict[Any, int] = {}
         for begin, end, last in _host_phases(h.marks, h.windows, noted.get(h.index, [])):
-            names_by_id[(h.index, begin.id)] = begin.name
             k = (begin.name, tuple(sorted(begin.labels.items())))
             n = seen.get(k, 0)
             seen[k] = n + 1
             key = (k, n)
             p = merged.get(key)
             if p is None:
-                parent = names_by_id.get(
-                    (h.index, asked.get((h.index, begin.id), begin.parent_id)))
-                p = Phase(begin.name, dict(begin.labels), parent=parent)
+                # the parent by identity (its begin's id on this host), not by name: names
+                # repeat (every fio command's 'group1'), and a window that starts inside a
+                # recording holds its phases without the ones they were begun in
+                up = by_id.get((h.index, asked.get((h.index, begin.id), begin.parent_id)))
+                p = Phase(begin.name, dict(begin.labels),
+                          parent=up.name if up is not None else None)
+                if up is not None:
+                    parent_of[id(p)] = up
                 merged[key] = p
                 order.append(key)
+            by_id[(h.index, begin.id)] = p
             e = Edges(begin.monotonic_ns, 0, begin.realtime_ns, 0)
             if end is not None:
                 e.end_mono_ns, e.end_real_ns, e.abandoned = \
@@ -206,11 +222,15 @@ def phases_of_run(run: RunLike) -> list[Phase]:
                          trimmed_s=float(ev.get("trimmed_s", 0.0)),
                          parent=ev.get("parent"), start_real_ns=int(ev["start_realtime_ns"]),
                          end_real_ns=int(ev["end_realtime_ns"])))
+    # an imported phase may name its parent (a run file's 'parent'): found by name
     by_name = {p.name: p for p in out}
     for p in out:
+        if not p.exact and p.parent in by_name and by_name[p.parent] is not p:
+            parent_of[id(p)] = by_name[p.parent]
+    for p in out:
         d, q = 0, p
-        while q.parent and q.parent in by_name and d < 16:
-            d, q = d + 1, by_name[q.parent]
+        while id(q) in parent_of and d < 16:
+            d, q = d + 1, parent_of[id(q)]
         p.depth = d
     out.sort(key=lambda p: (p.start_real_ns, p.depth))
     return out

@@ -49,14 +49,24 @@ class FioSide:
     block_bytes: int = 0            # the device's bytes of the op in the phase
 
     @property
+    def data_requests(self) -> int:
+        """The device's requests that carried data: for writes, without the empty writes
+        carrying a preflush that fio's fsync/fdatasync calls added (as many as the requests
+        beyond fio's IOs, at most one per request with a preflush)."""
+        if self.op != "write":
+            return self.block_ios
+        return self.block_ios - min(self.preflushes, max(0, self.block_ios - self.fio_ios))
+
+    @property
     def pieces(self) -> Optional[float]:
         """Requests per fio IO where the device took fio's IOs split (fio's IO size over the
-        device's request size, at least SPLIT_MIN, and the request count agreeing within a
-        tenth); None where they went whole (or the sizes are unknown)."""
-        if not (self.fio_ios and self.block_ios and self.fio_bytes and self.block_bytes):
+        device's data request size, at least SPLIT_MIN, and the count of data requests
+        agreeing within a tenth); None where they went whole (or the sizes are unknown)."""
+        data = self.data_requests
+        if not (self.fio_ios and data and self.fio_bytes and self.block_bytes):
             return None
-        n = (self.fio_bytes / self.fio_ios) / (self.block_bytes / self.block_ios)
-        if n < SPLIT_MIN or abs(self.block_ios / self.fio_ios / n - 1) > 0.1:
+        n = (self.fio_bytes / self.fio_ios) / (self.block_bytes / data)
+        if n < SPLIT_MIN or abs(data / self.fio_ios / n - 1) > 0.1:
             return None
         return n
 
@@ -153,20 +163,21 @@ def _match(phases: list[Phase], name: str, group: int, used: set[int]) -> Option
 def _notes(s: FioSide) -> list[str]:
     out = []
     extra = s.block_ios - s.fio_ios
-    if extra > 0 and s.op == "write" and s.preflushes:
+    empty = s.block_ios - s.data_requests
+    if empty:
         calls = f" of fio's {s.fio_sync_calls} fsync/fdatasync calls" if s.fio_sync_calls \
             else ""
-        out.append(f"{extra} more writes than fio's: empty writes carrying a preflush"
+        out.append(f"{empty} more writes than fio's: empty writes carrying a preflush"
                    f"{calls} ({s.preflushes} requests with a preflush on {s.device}), counted "
                    "as writes as in /proc/diskstats")
-    elif extra > 0 and s.pieces is not None:
-        out.append(f"{extra} more requests than fio's IOs: each of fio's "
+    if s.pieces is not None:
+        out.append(f"{extra - empty} more requests than fio's IOs: each of fio's "
                    f"{_size(s.fio_bytes / s.fio_ios)} IOs went to {s.device} as about "
-                   f"{s.pieces:.0f} requests of {_size(s.block_bytes / s.block_ios)} (split to "
-                   "its max_sectors_kb or max_segments)")
-    elif extra > 0:
-        out.append(f"{extra} more requests than fio's IOs: IOs split (max_sectors_kb), or "
-                   f"other IO on {s.device}")
+                   f"{s.pieces:.0f} requests of {_size(s.block_bytes / s.data_requests)} "
+                   "(split to its max_sectors_kb or max_segments)")
+    elif extra - empty > 0:
+        out.append(f"{extra - empty} more requests than fio's IOs: IOs split "
+                   f"(max_sectors_kb), or other IO on {s.device}")
     elif extra < 0:
         out.append(f"{-extra} fewer requests than fio's IOs: IOs merged in the block layer"
                    " (or fio's IOs went to a cache)")

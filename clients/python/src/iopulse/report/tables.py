@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..analysis.labels import LabelColumns
+from ..analysis.labels import OSD, LabelColumns
 from ..analysis.metrics import Row, ThreadRow
 from ..display import DEVICE_SPECS, FIO_SPECS, OP_SPECS, THREAD_SPECS, columns, fmt_ns, \
     shown_ops
@@ -108,6 +108,26 @@ def run_summary(run: Run) -> list[str]:
         lines.append(f"{len(errors)} host or mark error(s) during the run, first: "
                      f"{errors[0].get('error')}")
     return lines
+
+
+def recorded_devices(run: Run, rows: list[Row]) -> dict[str, set[str]]:
+    """Per host (its name), the devices the run recorded: those its daemon watched (Info)
+    and those with rows."""
+    out: dict[str, set[str]] = {}
+    for h in run.hosts:
+        out[h.name] = {d.name for d in h.info.devices} if h.info is not None else set()
+    for r in rows:
+        out.setdefault(r.host, set()).add(r.device)
+    return out
+
+
+def _in_run(t: ThreadRow, recorded: dict[str, set[str]]) -> bool:
+    """Whether a sync thread's calls went to a device the run recorded (or one of the disks
+    beneath it; a thread of unknown device is given the benefit): a daemon's thread table
+    is not scoped by --devices, so another tenant's syncs elsewhere show up."""
+    have = recorded.get(t.host, set())
+    th = t.thread
+    return not th.device or th.device in have or any(d in have for d in th.disks)
 
 
 def _threads_by_phase(trows: list[ThreadRow]) -> dict[int, list[ThreadRow]]:
@@ -258,9 +278,12 @@ def grids(run: Run, rows: list[Row], trows: list[ThreadRow],
     tg: tuple[Grid, ...] = ()
     if trows:
         tl = [t for lst in _threads_by_phase(trows).values() for t in lst]
+        recorded = recorded_devices(run, rows)
         tvals = [dict(t.values, process=plain(t.thread.process),
                       osd="-" if t.thread.osd_id is None else str(t.thread.osd_id),
-                      where=plain(t.thread.where)) for t in tl]
+                      where=plain(t.thread.where) + (
+                          "" if _in_run(t, recorded) else " (not in the run)"))
+                 for t in tl]
         tcols, tcells = columns(THREAD_SPECS, tvals)
         tg = _variants(f"busiest sync threads per phase{where}",
                        [Col("thread", left=True), Col("pid/tid")],
@@ -316,7 +339,7 @@ def settings_grids(run: Run, rows: list[Row], aliases: Optional[dict[str, str]],
     notes = []
     want: dict[str, list[str]] = {}
     for r in rows:
-        if r.device not in want.setdefault(r.host, []) and r.device_class != "osd":
+        if r.device_class != OSD and r.device not in want.setdefault(r.host, []):
             want[r.host].append(r.device)
     lines = []
     for host in sorted(want):
@@ -467,6 +490,7 @@ def json_report(run: Run, rows: list[Row], trows: list[ThreadRow],
         phases.append({"number": numbers.get((p.key, p.start_real_ns)), **p.to_dict()})
         if id(p) not in have:
             phases[-1]["no_figures"] = no_figures(run, p)
+    recorded = recorded_devices(run, rows)
     settings = run.settings
     doc = {"run": run.path, "header": run.header, "end": run.end, "damage": run.damage,
            "hosts": [{"index": h.index, "name": h.name, "target": h.target,
@@ -474,6 +498,6 @@ def json_report(run: Run, rows: list[Row], trows: list[ThreadRow],
                       "settings": settings[h.name].to_dict() if h.name in settings else None}
                      for h in run.hosts],
            "phases": phases, "devices": [r.to_dict() for r in rows],
-           "threads": [t.to_dict() for t in trows],
+           "threads": [dict(t.to_dict(), in_run=_in_run(t, recorded)) for t in trows],
            "fio": [s.to_dict() for s in fio_sides(run, rows)]}
     return json.dumps(doc, indent=1)

@@ -57,6 +57,7 @@ class ThreadSeries:
     start: list[float] = field(default_factory=list)
     end: list[float] = field(default_factory=list)
     rate: list[float] = field(default_factory=list)     # sync calls per second
+    p99_ms: list[float] = field(default_factory=list)   # their latency p99, nan without calls
     calls: int = 0
 
 
@@ -118,6 +119,9 @@ def series(run: Run) -> Series:
             ts.start.append(a)
             ts.end.append(b)
             ts.rate.append(calls / secs)
+            p99 = Histogram.from_pb(th.latency_ns, k).percentile(99) \
+                if calls and th.HasField("latency_ns") else None
+            ts.p99_ms.append(math.nan if p99 is None else p99 / 1e6)
             ts.calls += calls
     return s
 

@@ -1,5 +1,5 @@
 """fsync, fdatasync and sync_file_range calls per second of the busiest threads over time,
-under the phase strip."""
+and the p99 of their calls' latency in each interval, under the phase strip."""
 from __future__ import annotations
 
 from typing import Any
@@ -17,7 +17,8 @@ def figure(plt: Any, run: Run, threads: list[ThreadSeries], entries: list[PhaseE
     sh = Sheet(WIDTH, right=2.3)
     title = sh.row(0.3, 0.05)
     strip = sh.row(strip_height(entries), 0.05)
-    main = sh.row(2.6, 0.55)
+    main = sh.row(2.6, 0.15)
+    lat = sh.row(2.0, 0.55)
     key = sh.row(key_height(entries, WIDTH - 0.6))
     fig = sh.figure(plt)
     sh.text_row(fig, title, "fsync, fdatasync and sync_file_range calls per thread")
@@ -31,8 +32,16 @@ def figure(plt: Any, run: Run, threads: list[ThreadSeries], entries: list[PhaseE
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     phase_edges(ax, entries)
-    time_axis(ax, xlim)
     legend_right(ax, title="thread")
+    lx = fig.add_axes(sh.rect(lat), sharex=ax)
+    for t in threads:       # the same colours in the same order as above
+        lx.plot(*steps(t.start, t.end, t.p99_ms), lw=1.1, gid="sync-p99")
+    lx.set_ylabel("call latency p99 (ms)")
+    lx.set_ylim(bottom=0)
+    lx.grid(alpha=0.3)
+    phase_edges(lx, entries)
+    time_axis(lx, xlim)
+    ax.tick_params(labelbottom=False)
     draw_strip(fig, fig.add_axes(sh.rect(strip), sharex=ax), entries, xlim)
     draw_key(fig, fig.add_axes(sh.rect(key, left=0.3, right=0.3)), entries, WIDTH - 0.6)
     return fig
