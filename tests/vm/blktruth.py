@@ -57,12 +57,16 @@ TAIL = (99.9, 100.0)
 # tests/vm/README.md.
 SLACK_NS = 75000
 # ... and so may DISPLACED_MIN IOs of a small cell: 3 of 65 writes on one LVM stripe member
-# on 5.10 beside a second guest, p90 860 us where the truth's ranks gave 432-547 us
-DISPLACED_PPM, DISPLACED_MIN = 20000, 3
+# on 5.10 beside a second guest, p90 860 us where the truth's ranks gave 432-547 us. From 7.0
+# a tracepoint's handlers run preemptible (srcu_fast_notrace in include/linux/tracepoint.h),
+# so the submitting task may be preempted between blktrace's probe and ours: 7.2 beside
+# busy-node.sh moved up to 3% of a cell's IOs (virtio-scsi, virtio-blk, a merge cell).
+DISPLACED_PPM, DISPLACED_MIN = 30000, 3
 UNEXPLAINED_PER_MILLE, UNEXPLAINED_MIN = 1, 2      # unexplained_allowed()
 # how far a moved IO may lie beyond the truth's slowest (or fastest) one: a host stall
 # between two stamps of one event, measured up to 16 ms
 STALL_NS = 100_000_000
+UNBOUNDED = -1          # window(): no upper bound
 METRICS = {"queue": "queue_wait_ns", "service": "service_ns", "total": "total_ns"}
 # the truth's span each of iopulsed's modes (guest.py MODE_FLAGS) is held to, per metric:
 # the full mode times from the bio's submission (Q); --queue-from request and the
@@ -457,14 +461,19 @@ def window(truth_sorted: list[int], q: float, n: int, k: int = 0
     """The truth's values that the value of rank(q, n) among n IOs can be when the truth
     holds n - m of them (latency_truth.py window(): ranks r - m .. r) and k IOs may have
     moved anywhere: ranks r - m - k .. r + k; (lo, hi, and how far beyond each a moved IO
-    may lie: STALL_NS where the window reaches the truth's fastest or slowest IO, else 0)."""
+    may lie: STALL_NS where the window reaches the truth's fastest or slowest IO, else 0;
+    UNBOUNDED above where it reaches past the truth's slowest IO and the m IOs the truth
+    has no value for, slower than all it has for all it knows, fill those ranks: 7.x's
+    md superblock writes with FUA, 440 ms to the end of their flush sequences where the
+    slowest write the truth timed took 46 ms)."""
     m = n - len(truth_sorted)
     r = rank(q, n)
     lo = max(r - m - k, 1)
     hi = min(r + k, len(truth_sorted))
+    above = UNBOUNDED if m > 0 and r + k > len(truth_sorted) else \
+        STALL_NS if r + k >= len(truth_sorted) else 0
     return (truth_sorted[lo - 1], truth_sorted[max(hi, lo) - 1],
-            STALL_NS if r - m - k <= 1 else 0,
-            STALL_NS if r + k >= len(truth_sorted) else 0)
+            STALL_NS if r - m - k <= 1 else 0, above)
 
 
 def agrees(lo_ns: int, hi_ns: int, hist, q: float, below: int = 0, above: int = 0
@@ -473,7 +482,11 @@ def agrees(lo_ns: int, hi_ns: int, hist, q: float, below: int = 0, above: int = 
     truth's window widened by below and above (latency_truth.py agrees())."""
     k = hist.precision
     ours = hist.percentile(q)
-    lo_ns, hi_ns = max(lo_ns - below, 0), hi_ns + above
+    lo_ns = max(lo_ns - below, 0)
+    if above == UNBOUNDED:
+        return ours, ours >= lo_ns - SLACK_NS or bucket_index(lo_ns, k) - 1 <= \
+            bucket_index(ours, k)
+    hi_ns += above
     if lo_ns - SLACK_NS <= ours <= hi_ns + SLACK_NS:
         return ours, True
     mine = bucket_index(ours, k)

@@ -69,6 +69,11 @@ def main():
           f"{res.get('known', 0)} known failures (tests/vm/known-failures.txt); "
           f"fio jobs of {res.get('fio_seconds')} s, all at once, under qemu TCG "
           f"(counts are exact, timings mean nothing); {res.get('seconds', 0):.0f} s in all.")
+    # the failed cells once more, last: a log that keeps only its tail still names them
+    for c in res["cells"]:
+        if c["reasons"] and not c.get("known"):
+            print(f"FAILED: {c['kernel']} {c['controller']} ({c.get('disk', '-')}) "
+                  f"{c['scheduler']}: {'; '.join(c['reasons'])}")
 
 
 if __name__ == "__main__":
