@@ -66,6 +66,8 @@ UNEXPLAINED_PER_MILLE, UNEXPLAINED_MIN = 1, 2      # unexplained_allowed()
 # how far a moved IO may lie beyond the truth's slowest (or fastest) one: a host stall
 # between two stamps of one event, measured up to 16 ms
 STALL_NS = 100_000_000
+# ... or longer, where the guest saw a longer stall in the window (stallwatch.py's period)
+STALLWATCH_PERIOD_NS = 10_000_000
 UNBOUNDED = -1          # window(): no upper bound
 METRICS = {"queue": "queue_wait_ns", "service": "service_ns", "total": "total_ns"}
 # the truth's span each of iopulsed's modes (guest.py MODE_FLAGS) is held to, per metric:
@@ -493,23 +495,55 @@ def agrees(lo_ns: int, hi_ns: int, hist, q: float, below: int = 0, above: int = 
     return ours, bucket_index(lo_ns, k) - 1 <= mine <= bucket_index(hi_ns, k) + 1
 
 
+def stall_margin(stalls: list[list[int]], t0: int, t1: int) -> int:
+    """How far a moved IO of the window t0..t1 may lie beyond the truth's slowest or fastest
+    one: STALL_NS, or the longest stall the guest's watchers saw inside the window
+    (stallwatch.py: [end_ns, late_ns] each) with one watcher period more, if longer."""
+    seen = max((late for end, late in stalls if end - late <= t1 and end >= t0), default=0)
+    return max(STALL_NS, seen + STALLWATCH_PERIOD_NS) if seen else STALL_NS
+
+
 def compare(values: list[int], hist, op: str, metric: str, span: str,
-            qs: tuple[float, ...] = QUANTILES, stall: bool = False,
-            upper: list[int] | None = None) -> list[Verdict]:
-    """Each quantile of qs of hist against the truth's values; stall: a moved IO may lie
-    STALL_NS beyond the truth's fastest or slowest one. upper: each IO's largest value where
+            qs: tuple[float, ...] = QUANTILES, stall_ns: int = 0,
+            upper: list[int] | None = None, ceiling: list[int] | None = None
+            ) -> list[Verdict]:
+    """Each quantile of qs of hist against the truth's values; stall_ns: a moved IO may lie
+    this far beyond the truth's fastest or slowest one. upper: each IO's largest value where
     the truth knows a range (values the smallest), in the same order: the window runs from
-    the low end of values' to the high end of upper's."""
+    the low end of values' to the high end of upper's. ceiling: a value each IO's own cannot
+    exceed however far it moved (queue_ceiling()): where the window reaches the truth's
+    slowest IO, its high end is the larger of the stall margin's and the ceiling's."""
     s = sorted(values)
     u = sorted(upper) if upper is not None else s
+    c = sorted(ceiling) if ceiling is not None else None
     n = max(hist.count, len(s))
     out = []
     for q in qs:
         lo, _, below, _ = window(s, q, n, displaced(n))
         _, hi, _, above = window(u, q, n, displaced(n))
-        ours, ok = agrees(lo, hi, hist, q, below if stall else 0, above if stall else 0)
+        # window() marks with STALL_NS an end that reaches the truth's fastest or slowest IO
+        below = stall_ns if below else 0
+        above = above if above == UNBOUNDED else stall_ns if above else 0
+        if c and above not in (0, UNBOUNDED):
+            _, chi, _, cabove = window(c, q, n, displaced(n))
+            if cabove == UNBOUNDED:
+                above = UNBOUNDED
+            elif chi > hi + above:
+                hi, above = chi, 0
+        ours, ok = agrees(lo, hi, hist, q, below, above)
         out.append(Verdict(op, metric, span, q, lo, hi, ours, ok, hist.precision))
     return out
+
+
+def queue_ceiling(ios: list[IO], op: str, span: str) -> list[int]:
+    """Each of op's IOs' largest possible queue wait: from the span's start to the end of the
+    IO (Q2C, G2C from the plug's start). blktrace's probe runs first at every tracepoint
+    (guest.py Blktrace), so iopulse's submission stamp is never before the truth's, and
+    iopulse stamps the dispatch before the driver hands the request to the device, so before
+    its completion; however long the task was preempted between the two probes (7.0+ runs
+    them preemptible; a host stall anywhere), the queue wait iopulse holds lies within it. A
+    queue wait longer than the whole IO, the stale-stamp failure, lies beyond."""
+    return truth_values(ios, op, span[0] + "2C", early=span[0] == "G")
 
 
 def span_start(io: IO, span: str, early: bool = False) -> int | None:
@@ -575,12 +609,13 @@ def describe(io: IO) -> str:
             f"{', flush sequence' if io.flush_seq else ''}): {theirs}")
 
 
-def judge_disk(disk: str, ios: list[IO], lats: dict[str, dict], passthrough: dict[str, int]
-               ) -> tuple[dict, list[str]]:
+def judge_disk(disk: str, ios: list[IO], lats: dict[str, dict], passthrough: dict[str, int],
+               stall: int = STALL_NS) -> tuple[dict, list[str]]:
     """One disk of a cell: each mode's merged histograms (lats: mode -> the guest's
-    buckets) against the truth's IOs completed in the cell's window; (figures, reasons,
-    a mode other than the first named in its reasons)."""
-    fig: dict = {"ios": len(ios), "split_parts": sum(io.split for io in ios),
+    buckets) against the truth's IOs completed in the cell's window, a moved IO up to stall
+    beyond the truth's extremes (stall_margin()); (figures, reasons, a mode other than the
+    first named in its reasons)."""
+    fig: dict = {"stall_margin_ms": round(stall / 1e6, 1), "ios": len(ios), "split_parts": sum(io.split for io in ios),
                  "redispatched": sum(io.dispatches > 1 for io in ios),
                  "no_setup": sum(io.g is None for io in ios),
                  "passthrough": passthrough, "modes": {}, "btt": {}}
@@ -634,9 +669,11 @@ def judge_disk(disk: str, ios: list[IO], lats: dict[str, dict], passthrough: dic
                 row["held"] = held
                 # a quantile whose rank window reaches the truth's slowest IO (p99 of a
                 # hundred IOs is the slowest) is held as the tail is, with the stall margin
-                for v in compare(values, hist, op, metric, span, stall=True, upper=upper) + \
-                        compare(values, hist, op, metric, span, TAIL, stall=True,
-                                upper=upper):
+                ceiling = queue_ceiling(ios, op, span) if metric == "queue" else None
+                for v in compare(values, hist, op, metric, span, stall_ns=stall, upper=upper,
+                                 ceiling=ceiling) + \
+                        compare(values, hist, op, metric, span, TAIL, stall_ns=stall,
+                                upper=upper, ceiling=ceiling):
                     row["max" if v.q == 100.0 else f"p{v.q:g}"] = \
                         [v.truth_lo_ns, v.truth_hi_ns, v.ours_ns, v.ok] + \
                         ([] if held else ["shown"])
@@ -700,6 +737,7 @@ def judge(cells: list[dict], trace_dir: str, info: dict) -> dict:
                 continue
             tr, events = got
             t0, t1 = cell["window_ns"]
+            stall = stall_margin(info.get("stalls", []), t0, t1)
             ios = [io for io in tr.ios if t0 <= io.c <= t1]
             try:
                 check_btt(ios, btt_pairs(events, t0, t1, tmp.name), tr.splits, tr.discards)
@@ -709,7 +747,8 @@ def judge(cells: list[dict], trace_dir: str, info: dict) -> dict:
             for t, op in tr.passthrough:
                 if t0 <= t <= t1:
                     pt[op] = pt.get(op, 0) + 1
-            fig, rs = judge_disk(disk, ios, {m: h[disk] for m, h in by_mode.items()}, pt)
+            fig, rs = judge_disk(disk, ios, {m: h[disk] for m, h in by_mode.items()}, pt,
+                                 stall)
             lat["disks"][disk] = fig
             reasons += rs
         lat["status"] = "OFF" if reasons else "ok"

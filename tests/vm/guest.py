@@ -265,6 +265,7 @@ class Blktrace:
 
     def __init__(self, disks, timeout=60):
         self.disks = disks
+        self.watchers = []
         if not os.path.isdir("/sys/kernel/debug/block"):
             sh("mount", "-t", "debugfs", "debugfs", "/sys/kernel/debug")
         os.makedirs(self.DIR, exist_ok=True)
@@ -284,6 +285,34 @@ class Blktrace:
                 raise RuntimeError(f"blktrace did not start (exit {self.proc.poll()}): "
                                    + self._log_tail())
             time.sleep(0.1)
+        # one stall watcher per CPU: the longest stall a cell's window holds widens the
+        # margin of its moved IOs (blktruth.py stall_margin())
+        for cpu in sorted(os.sched_getaffinity(0)):
+            path = os.path.join(self.DIR, f"stalls.{cpu}")
+            self.watchers.append((path, subprocess.Popen(
+                [sys.executable, os.path.join(os.path.dirname(__file__), "stallwatch.py"),
+                 str(cpu), path], stdin=subprocess.DEVNULL)))
+
+    def stop_watchers(self):
+        """The watchers' stalls, [[end_ns, late_ns], ...] by end."""
+        stalls = []
+        for path, proc in self.watchers:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            try:
+                with open(path) as f:
+                    stalls += [[int(w) for w in ln.split()] for ln in f
+                               if re.fullmatch(r"\d+ \d+\n?", ln)]
+                os.unlink(path)
+            except OSError as e:
+                log(f"stall watcher {path}: {e}")
+        self.watchers = []
+        return sorted(stalls)
 
     @staticmethod
     def _enabled(disk):
@@ -300,7 +329,8 @@ class Blktrace:
     def stop(self):
         """Stops tracing, copies the files out; {"dropped": {disk: n}, "events": {...},
         "files": [...], "error": ...}."""
-        info = {"disks": self.disks, "dropped": {}, "events": {}, "files": [], "error": None}
+        info = {"disks": self.disks, "dropped": {}, "events": {}, "files": [], "error": None,
+                "stalls": self.stop_watchers()}
         t = time.monotonic()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
