@@ -25,6 +25,13 @@ from iopulse_testlib import run_fio, wait_idle
 from latency_truth import SHOWN, Histogram, Tracer, bucket_index, compare
 
 MIN_TRUTH_IOS = 1000
+# Completions the reference script did not print beyond the skipped runs the kernel counted:
+# none in the earlier runs of this test; beside ../shared/busy-node.sh once 69 of 65,815
+# reads (tagwait, completion-only daemon; 586 counted skips, no events lost by bpftrace,
+# iopulse's count equal to diskstats'). The cause is not established (a classic tracepoint's
+# event dropped before its program runs, as perf's recursion guard does without a count, would
+# look like this). At most 0.2%.
+TRUTH_UNCOUNTED_PPM = 2000
 
 
 def _kdev(majmin: str) -> int:
@@ -125,10 +132,13 @@ def test_latency_equals_the_per_io_truth(loopdev, daemon, tmp_path, workload, qu
     for op, want in (("read", ds.reads), ("write", ds.writes)):
         ios = _sum(ivs, lo.name, op, "ios")
         assert ios == want, f"{op}: iopulse {ios} != diskstats {want}"
-        # the truth's script misses only what the kernel did not run it for (counted, on
-        # every device)
-        assert want - truth.skipped_completions() <= truth.ios(op) <= want, \
-            f"{op}: truth saw {truth.ios(op)} of {want} ({truth.skipped} runs skipped)"
+        # the truth's script misses what the kernel did not run it for (counted, on every
+        # device) and, beside other load, a few completions more (TRUTH_UNCOUNTED); the
+        # comparison's rank windows take every IO it lacks into account
+        uncounted = want - truth.skipped_completions() - truth.ios(op)
+        assert truth.ios(op) <= want and uncounted <= want * TRUTH_UNCOUNTED_PPM // 1000000, \
+            f"{op}: truth saw {truth.ios(op)} of {want} ({truth.skipped} runs skipped, " \
+            f"{uncounted} more not seen)"
         if truth.ios(op) < MIN_TRUTH_IOS:
             continue
         noq = _sum(ivs, lo.name, op, "no_queue_ts")
