@@ -26,12 +26,12 @@ from latency_truth import SHOWN, Histogram, Tracer, bucket_index, compare
 
 MIN_TRUTH_IOS = 1000
 # Completions the reference script did not print beyond the skipped runs the kernel counted:
-# none in the earlier runs of this test; beside ../shared/busy-node.sh once 69 of 65,815
-# reads (tagwait, completion-only daemon; 586 counted skips, no events lost by bpftrace,
-# iopulse's count equal to diskstats'). The cause is not established (a classic tracepoint's
-# event dropped before its program runs, as perf's recursion guard does without a count, would
-# look like this). At most 0.2%.
-TRUTH_UNCOUNTED_PPM = 2000
+# none in the earlier runs of this test; beside ../shared/busy-node.sh 69 of 65,815 reads
+# (tagwait, completion-only daemon; 586 counted skips) and 196 of 87,017 (tagwait, bio; 819),
+# no events lost by bpftrace, iopulse's counts equal to diskstats'. The cause is not
+# established (a classic tracepoint's event dropped before its program runs, as perf's
+# recursion guard does without a count, would look like this). At most 0.5%.
+TRUTH_UNCOUNTED_PPM = 5000
 
 
 def _kdev(majmin: str) -> int:
@@ -128,6 +128,9 @@ def test_latency_equals_the_per_io_truth(loopdev, daemon, tmp_path, workload, qu
           f"{ds.writes}; truth reads {truth.ios('read')} writes {truth.ios('write')}, "
           f"{truth.skipped} program runs skipped by the kernel, {truth.lost} events lost, "
           f"no Q seen {truth.no_q}, no D seen {truth.no_d}")
+    drops = {k: sum(iv["drops"].get(k, 0) for iv in ivs)
+             for k in ("missed_events", "completed_at_accounting", "no_bio_ts", "bio_evicted")}
+    print(f"  iopulse's drops: {drops}")
     bad = []
     for op, want in (("read", ds.reads), ("write", ds.writes)):
         ios = _sum(ivs, lo.name, op, "ios")
@@ -142,25 +145,32 @@ def test_latency_equals_the_per_io_truth(loopdev, daemon, tmp_path, workload, qu
         if truth.ios(op) < MIN_TRUTH_IOS:
             continue
         noq = _sum(ivs, lo.name, op, "no_queue_ts")
+        late = truth.late[op]
         svc = _merged(ivs, lo.name, op, "service_ns")
         if queue_from == "completion":
             # the kernel's stamps: total from the request's set-up (G) to C. Its service
             # samples are only the IOs whose dispatch stamp differs from the set-up's (6.9+
             # plug clock: a few dispatched outside the plug), a subset the truth cannot pick
-            checks = [("total", truth.setup_total[op], _merged(ivs, lo.name, op, "total_ns"))]
+            checks = [("total", truth.setup_total[op], _merged(ivs, lo.name, op, "total_ns"),
+                       late["setup_total"])]
         else:
             assert svc is not None
-            checks = [("service", truth.service[op], svc)]
+            checks = [("service", truth.service[op], svc, late["service"])]
         if queue_from == "bio":
-            checks += [("queue", truth.queue[op], _merged(ivs, lo.name, op, "queue_wait_ns")),
-                       ("total", truth.total[op], _merged(ivs, lo.name, op, "total_ns"))]
-        for name, values, hist in checks:
+            checks += [("queue", truth.queue[op], _merged(ivs, lo.name, op, "queue_wait_ns"),
+                        None),
+                       ("total", truth.total[op], _merged(ivs, lo.name, op, "total_ns"),
+                        late["total"])]
+        after_c = sorted(e - c for e, c in zip(late["service"], truth.service[op]))
+        print(f"  {op}: the script's completion handler ended {after_c[len(after_c) // 2]} ns "
+              f"(p50), {after_c[len(after_c) * 99 // 100]} ns (p99) after its clock read")
+        for name, values, hist, upper in checks:
             print(f"  {op} {name}: truth {len(values)} IOs, iopulse {hist.count} samples")
-            for v in compare(values, hist, name):
+            for v in compare(values, hist, name, late=upper):
                 print(f"    {v}")
                 if not v.ok:
                     bad.append(f"{op} {v}")
-            for v in compare(values, hist, name, SHOWN):
+            for v in compare(values, hist, name, SHOWN, late=upper):
                 print(f"    {v} (shown)")
         qh = _merged(ivs, lo.name, op, "queue_wait_ns")
         print(f"  {op}: no_queue_ts {noq}, queue-wait samples {qh.count if qh else 0}")
