@@ -615,7 +615,8 @@ def judge_disk(disk: str, ios: list[IO], lats: dict[str, dict], passthrough: dic
     buckets) against the truth's IOs completed in the cell's window, a moved IO up to stall
     beyond the truth's extremes (stall_margin()); (figures, reasons, a mode other than the
     first named in its reasons)."""
-    fig: dict = {"stall_margin_ms": round(stall / 1e6, 1), "ios": len(ios), "split_parts": sum(io.split for io in ios),
+    fig: dict = {"stall_margin_ms": round(stall / 1e6, 1), "ios": len(ios),
+                 "split_parts": sum(io.split for io in ios),
                  "redispatched": sum(io.dispatches > 1 for io in ios),
                  "no_setup": sum(io.g is None for io in ios),
                  "passthrough": passthrough, "modes": {}, "btt": {}}
