@@ -83,10 +83,11 @@ class Apt:
             self.opts += ["-o", f"{k}={os.path.join(root, v)}"]
 
     def show(self, pkg: str, ver: str) -> str | None:
-        """apt-cache show of pkg=ver, None when the lists do not have it."""
+        """apt-cache show of pkg=ver, None when the lists do not have it (apt-cache exits 0
+        with no record for a package only named in another's Depends)."""
         r = subprocess.run(["apt-cache"] + self.opts + ["show", f"{pkg}={ver}"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        return r.stdout if r.returncode == 0 else None
+        return r.stdout if r.returncode == 0 and r.stdout.strip() else None
 
     def update(self) -> None:
         log("apt-get update (own state under the cache)")
@@ -103,6 +104,14 @@ class Apt:
             raise RuntimeError(f"{pkg}={ver} is not in the archive any more: "
                                f"pick a current version in tests/vm/kernels.txt")
         return rec
+
+    def has(self, pkg: str, ver: str) -> bool:
+        """Whether the archive has pkg=ver (the lists updated once if they lack it)."""
+        try:
+            self.ensure(pkg, ver)
+        except RuntimeError:
+            return False
+        return True
 
     def download(self, pkg: str, ver: str, dest: str) -> None:
         self.ensure(pkg, ver)
@@ -132,6 +141,15 @@ def deb_path(debs: str, pkg: str, ver: str) -> str:
     return os.path.join(debs, f"{pkg}_{ver.replace(':', '%3a')}_amd64.deb")
 
 
+def holds_kernel(deb: str, release: str) -> bool:
+    """Whether the package deb carries the kernel image itself (a whole image package, not
+    the empty one of a split kernel)."""
+    r = subprocess.run(["dpkg-deb", "-c", deb], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True)
+    return any(line.endswith((f"/boot/vmlinuz-{release}", f"/modules/{release}/vmlinuz"))
+               for line in r.stdout.splitlines())
+
+
 def fetch_kernel(k: dict, cache: str, apt: Apt) -> tuple[str, str, str, str]:
     """(unpacked dir, kernel image, its config, release) of kernels.txt's row k, downloaded
     and unpacked into the cache unless there already."""
@@ -146,7 +164,15 @@ def fetch_kernel(k: dict, cache: str, apt: Apt) -> tuple[str, str, str, str]:
         # if they lack it, even when its .deb is cached)
         pkgs = [k["package"]] + split_parts(apt.ensure(k["package"], k["version"]),
                                             k["version"])
-        for p in pkgs:
+        for i, p in enumerate(list(pkgs)):
+            if i and holds_kernel(deb_path(debs, pkgs[0], k["version"]), release) and \
+                    not apt.has(p, k["version"]):
+                # trixie-backports' 6.18 images hold the kernel, its modules and config, and
+                # depend on a linux-base part the archive dropped when backports moved on
+                log(f"{p}={k['version']} is not in the archive; {pkgs[0]} holds the kernel "
+                    f"itself: going on without it")
+                pkgs.remove(p)
+                continue
             if not os.path.exists(deb_path(debs, p, k["version"])):
                 log(f"downloading {p}={k['version']}")
                 apt.download(p, k["version"], debs)
