@@ -67,7 +67,7 @@ UNEXPLAINED_PER_MILLE, UNEXPLAINED_MIN = 1, 2      # unexplained_allowed()
 # between two stamps of one event, measured up to 16 ms
 STALL_NS = 100_000_000
 # ... or longer, where the guest saw a longer stall in the window (stallwatch.py's period)
-STALLWATCH_PERIOD_NS = 10_000_000
+STALLWATCH_PERIOD_NS = 100_000_000
 UNBOUNDED = -1          # window(): no upper bound
 METRICS = {"queue": "queue_wait_ns", "service": "service_ns", "total": "total_ns"}
 # the truth's span each of iopulsed's modes (guest.py MODE_FLAGS) is held to, per metric:

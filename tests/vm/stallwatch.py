@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 
-PERIOD_NS = 10_000_000
+PERIOD_NS = 100_000_000
 REPORT_NS = 5_000_000
 
 
