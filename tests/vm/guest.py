@@ -472,35 +472,32 @@ def run_jobs(cell, jobs):
 EDGE_TRIES = 10
 
 
-def open_edge(daemons, disks):
-    """diskstats of the idle disks, taken once an interval of the daemons began after the
-    disks went idle and nothing moved since: the interval that holds the window's start
-    holds no IO from before it."""
+def idle_edge(daemons, disks, bound, where):
+    """diskstats of the idle disks and the time they were taken, once the daemons' interval
+    whose bound ("start_mono_ns" or "end_mono_ns") lies at or after that time is out, with
+    nothing moved meanwhile: retaken up to EDGE_TRIES times. where: "before" or "after" the
+    jobs, for the messages."""
     for _ in range(EDGE_TRIES):
         idle = wait_idle_all(disks)
-        t_idle = time.monotonic_ns()
-        if not daemons.wait_interval(lambda iv: iv["start_mono_ns"] >= t_idle, 30):
-            raise RuntimeError("iopulsed gave no interval for 30 s before the jobs"
+        t = time.monotonic_ns()
+        if not daemons.wait_interval(lambda iv: iv[bound] >= t, 30):
+            raise RuntimeError(f"iopulsed gave no interval for 30 s {where} the jobs"
                                + (f" ({daemons.exited()})" if daemons.exited() else ""))
         if {d: diskstats(d) for d in disks} == idle:
-            return idle
-        log(f"{' '.join(disks)}: IO before the window opened; waiting for idle again")
-    raise RuntimeError(f"{' '.join(disks)}: never idle for an interval before the jobs")
+            return idle, t
+        log(f"{' '.join(disks)}: IO {where} the window; taking its edge again")
+    raise RuntimeError(f"{' '.join(disks)}: never idle for an interval {where} the jobs")
+
+
+def open_edge(daemons, disks):
+    """The window's start: the interval that holds it holds no IO from before it."""
+    return idle_edge(daemons, disks, "start_mono_ns", "before")[0]
 
 
 def close_edge(daemons, disks):
-    """diskstats of the idle disks and the time they were taken, once the interval that
-    holds that time ended with nothing moved: no IO after them is in the daemons'
-    intervals of the window."""
-    for _ in range(EDGE_TRIES):
-        after = wait_idle_all(disks)
-        t1 = time.monotonic_ns()
-        if not daemons.wait_interval(lambda iv: iv["end_mono_ns"] >= t1, 30):
-            raise RuntimeError("iopulsed gave no interval for 30 s after the second snapshot")
-        if {d: diskstats(d) for d in disks} == after:
-            return after, t1
-        log(f"{' '.join(disks)}: IO after the window closed; closing it again")
-    raise RuntimeError(f"{' '.join(disks)}: never idle for an interval after the jobs")
+    """The window's end and its time: no IO after them is in the daemons' intervals of the
+    window."""
+    return idle_edge(daemons, disks, "end_mono_ns", "after")
 
 
 def window(daemons, disks, body, cell):
