@@ -615,15 +615,24 @@ static __always_inline struct iop_rq_rec *claim_rq(u64 rq, bool *reissue, const 
 	set = bpf_map_lookup_elem(&rq_recs, &idx);
 	if (!set)
 		return 0;
+	/*
+	 * The request's own record first, wherever it is in the set: a way before it freed since
+	 * it was claimed must not take a second record of the same request. That happened on a
+	 * requeue (a SATA disk deferring writes behind its flushes, 5.10 and 7.3 under qemu): the
+	 * dispatch after it took a new record with no submission time, the first stayed open, and
+	 * once the completion had closed the new one a spare found the first and counted the
+	 * write again (one write more than /proc/diskstats in the full and request modes).
+	 */
 #pragma unroll
 	for (i = 0; i < IOP_WAYS; i++) {
-		u64 k = set->w[i].key;
-
-		if (k == rq) {
+		if (set->w[i].key == rq) {
 			*reissue = true;
 			return &set->w[i];
 		}
-		if (k == 0 && iop_cmpxchg(&set->w[i].key, 0, rq) == 0)
+	}
+#pragma unroll
+	for (i = 0; i < IOP_WAYS; i++) {
+		if (set->w[i].key == 0 && iop_cmpxchg(&set->w[i].key, 0, rq) == 0)
 			return &set->w[i];
 	}
 	/* full: what the set holds stays (the oldest are the slow IOs of the tail) */
