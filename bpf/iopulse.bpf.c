@@ -1176,6 +1176,18 @@ int iop_rq_issue_spare2(u64 *ctx)
 	return rq_issue_btf(ctx, 2);
 }
 
+SEC("tp_btf/block_rq_issue")
+int iop_rq_issue_spare3(u64 *ctx)
+{
+	return rq_issue_btf(ctx, 3);
+}
+
+SEC("tp_btf/block_rq_issue")
+int iop_rq_issue_spare4(u64 *ctx)
+{
+	return rq_issue_btf(ctx, 4);
+}
+
 static __always_inline int rq_complete_btf(u64 *ctx, const int pos)
 {
 	struct rq_view v;
@@ -1333,6 +1345,18 @@ SEC("raw_tp/block_rq_issue")
 int iop_rq_issue_spare2_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	return rq_issue_core(ctx, 2);
+}
+
+SEC("raw_tp/block_rq_issue")
+int iop_rq_issue_spare3_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_issue_core(ctx, 3);
+}
+
+SEC("raw_tp/block_rq_issue")
+int iop_rq_issue_spare4_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return rq_issue_core(ctx, 4);
 }
 
 static __always_inline int rq_complete_core(struct bpf_raw_tracepoint_args *ctx, const int pos)

@@ -176,3 +176,47 @@ def test_without_atomics_counts_the_same(loopdev, daemon):
     assert timed + preflush + rest == truth.reads + truth.writes
     assert timed + preflush >= TIMED_GOAL_SMALL * (truth.reads + truth.writes), f"{timed} timed"
     assert syncs == fio_sync_calls(res_sync) > 200
+
+
+def test_spares_forced_on_count_once(loopdev, daemon):
+    """The spare programs of a kernel whose tracepoint programs run preemptible (7.0+), forced
+    on here (IOPULSE_FORCE_KERNEL_FEATURES): four after the dispatch program, two after the bio,
+    split and completion programs, all loaded and attached. Where the first program ran, each
+    spare finds its work done: under 8 threads and an aio queue of 16 the reads and writes
+    equal diskstats (none counted twice), each one with a queue-wait sample or counted as
+    the README names."""
+    lo = loopdev("256M")
+    wait_idle(lo.name)
+    d = daemon("--json", "-i", "1s", "--devices", lo.name,
+               env={"IOPULSE_FORCE_KERNEL_FEATURES": "tp_preemptible"})
+    before = wait_idle(lo.name)
+    run_fio(name="iop-spares-aio", filename=lo.path, rw="randrw", ioengine="libaio",
+            iodepth=16, bs="4k", size="16M", direct=1, randrepeat=0)
+    run_fio(name="iop-spares-psync", filename=lo.path, rw="randrw", ioengine="psync",
+            numjobs=8, bs="4k", size="4M", direct=1, randrepeat=0, group_reporting=True)
+    time.sleep(1.2)
+    after = wait_idle(lo.name)
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+    ivs = d.all_intervals()
+    truth = after - before
+    got = {op: sum_op(ivs, lo.name, op, "ios") for op in ("read", "write")}
+    qw = {op: sum(dv["ops"][op]["queue_wait_ns"]["count"] for _, dv in dev_entries(ivs, lo.name))
+          for op in ("read", "write")}
+    rest = {op: {k: sum_op(ivs, lo.name, op, k)
+                 for k in ("no_queue_ts", "completion_unseen", "untimed")}
+            for op in ("read", "write")}
+    progs = {p for p in _programs(ivs) if not p.startswith(SYNC_PROGS)}
+    print(f"\nios {got}, queue-wait samples {qw}, without one {rest}; diskstats reads "
+          f"{truth.reads} writes {truth.writes}; programs {sorted(progs)}")
+    assert "4 spare dispatch programs, 2 spare bio programs" in d.stderr_text(), d.describe()
+    assert {f"iop_rq_issue_spare{s}" for s in ("", "2", "3", "4")} <= progs, progs
+    assert {"iop_bio_queue_spare", "iop_bio_queue_spare2", "iop_bio_split_spare",
+            "iop_bio_split_spare2", "iop_rq_complete_spare", "iop_rq_complete_spare2"} <= progs
+    assert got == {"read": truth.reads, "write": truth.writes}
+    assert truth.reads > 2000 and truth.writes > 2000, truth
+    for op in ("read", "write"):
+        assert qw[op] + sum(rest[op].values()) == got[op], \
+            f"{op}: {qw[op]} queue-wait samples + {rest[op]} != {got[op]} ios"
+        assert qw[op] >= TIMED_GOAL_SMALL * got[op], \
+            f"{op}: queue-wait samples for {qw[op]} of {got[op]}"
