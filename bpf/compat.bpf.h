@@ -71,9 +71,10 @@
  *    this way left its IO without a record: counted at completion, not timed (1-3.6% of
  *    IOs with scheduler none on 7.2 and 7.3 in VMs); block_bio_queue and block_split fire
  *    in the submitting task too, and a bio missed there has no queue wait. The loader finds
- *    the commit's change to struct tp_transition_snapshot (srcu_gp) in BTF and attaches two
- *    spare programs after the first on each of the three (probes.c PROBES_SPARES): an event
- *    is lost only when tasks are preempted inside all three at once on that CPU. A spare
+ *    the commit's change to struct tp_transition_snapshot (srcu_gp) in BTF and attaches spare
+ *    programs after the first, four on the dispatch and two on each of the others (probes.c
+ *    PROBES_RQ_SPARES, PROBES_SPARES): an event is lost only when tasks are preempted inside
+ *    all of its tracepoint's programs at once on that CPU. A spare
  *    does the work only where the programs before it did not: for a dispatch, no published
  *    record of this IO (rq_logic.h iop_spare_dispatch_done); for a bio, no mark of it in
  *    the task's storage (iop_mark_done), as a bio record may be a stale one of the same key.
