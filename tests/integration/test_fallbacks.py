@@ -20,6 +20,28 @@ def _programs(ivs: list[dict]) -> set[str]:
     return {p["name"] for iv in ivs for p in iv["bpf"]["programs"]}
 
 
+def _queue_waits(ivs: list[dict], name: str) -> tuple[dict, dict]:
+    """Per op: the queue-wait samples, and the IOs without one by the cause the README names
+    (no submission time, or no latency sample at all: completions the kernel did not
+    report, dispatches not seen)."""
+    qw = {op: sum(dv["ops"][op]["queue_wait_ns"]["count"] for _, dv in dev_entries(ivs, name))
+          for op in ("read", "write")}
+    rest = {op: {k: sum_op(ivs, name, op, k)
+                 for k in ("no_queue_ts", "completion_unseen", "untimed")}
+            for op in ("read", "write")}
+    return qw, rest
+
+
+def _assert_queue_waits(got: dict, qw: dict, rest: dict) -> None:
+    """Every IO has a queue-wait sample or is counted under its cause, and at least
+    TIMED_GOAL_SMALL of them have a sample."""
+    for op in ("read", "write"):
+        assert qw[op] + sum(rest[op].values()) == got[op], \
+            f"{op}: {qw[op]} queue-wait samples + {rest[op]} != {got[op]} ios"
+        assert qw[op] >= TIMED_GOAL_SMALL * got[op], \
+            f"{op}: queue-wait samples for {qw[op]} of {got[op]}"
+
+
 def test_without_rdonly_cast_sync_reads_through_helpers(loopdev, daemon):
     """No bpf_rdonly_cast (before 6.2, Debian 12's 6.1 among them): the _read sync programs
     find the device of a raw block device and of a btrfs file as the others do."""
@@ -104,13 +126,7 @@ def test_without_tp_btf_raw_tp_counts_the_same(loopdev, daemon):
     ivs = d.all_intervals()
     truth = after - before
     got = {op: sum_op(ivs, lo.name, op, "ios") for op in ("read", "write")}
-    qw = {op: sum(dv["ops"][op]["queue_wait_ns"]["count"] for _, dv in dev_entries(ivs, lo.name))
-          for op in ("read", "write")}
-    # IOs without a queue-wait sample: no submission time, or no latency sample at all
-    # (completions the kernel did not report, dispatches not seen)
-    rest = {op: {k: sum_op(ivs, lo.name, op, k)
-                 for k in ("no_queue_ts", "completion_unseen", "untimed")}
-            for op in ("read", "write")}
+    qw, rest = _queue_waits(ivs, lo.name)
     print(f"\nattach mode {mode}; ios {got}, queue-wait samples {qw}, without one {rest}; "
           f"diskstats reads {truth.reads} writes {truth.writes}")
     assert mode == "raw_tp"
@@ -124,11 +140,7 @@ def test_without_tp_btf_raw_tp_counts_the_same(loopdev, daemon):
     # A few unreported completions in thousands of IOs already cross 0.05%: 99.5% as in
     # test_diskstats, over 8192 IOs (a loaded machine once left a burst of one queue depth, 8
     # of 2048, unreported: 99.5% needs more IOs than that to mean anything).
-    for op in ("read", "write"):
-        assert qw[op] + sum(rest[op].values()) == got[op], \
-            f"{op}: {qw[op]} queue-wait samples + {rest[op]} != {got[op]} ios"
-        assert qw[op] >= TIMED_GOAL_SMALL * got[op], \
-            f"{op}: queue-wait samples for {qw[op]} of {got[op]}"
+    _assert_queue_waits(got, qw, rest)
 
 
 def test_without_atomics_counts_the_same(loopdev, daemon):
@@ -201,11 +213,7 @@ def test_spares_forced_on_count_once(loopdev, daemon):
     ivs = d.all_intervals()
     truth = after - before
     got = {op: sum_op(ivs, lo.name, op, "ios") for op in ("read", "write")}
-    qw = {op: sum(dv["ops"][op]["queue_wait_ns"]["count"] for _, dv in dev_entries(ivs, lo.name))
-          for op in ("read", "write")}
-    rest = {op: {k: sum_op(ivs, lo.name, op, k)
-                 for k in ("no_queue_ts", "completion_unseen", "untimed")}
-            for op in ("read", "write")}
+    qw, rest = _queue_waits(ivs, lo.name)
     progs = {p for p in _programs(ivs) if not p.startswith(SYNC_PROGS)}
     print(f"\nios {got}, queue-wait samples {qw}, without one {rest}; diskstats reads "
           f"{truth.reads} writes {truth.writes}; programs {sorted(progs)}")
@@ -215,8 +223,4 @@ def test_spares_forced_on_count_once(loopdev, daemon):
             "iop_bio_split_spare2", "iop_rq_complete_spare", "iop_rq_complete_spare2"} <= progs
     assert got == {"read": truth.reads, "write": truth.writes}
     assert truth.reads > 2000 and truth.writes > 2000, truth
-    for op in ("read", "write"):
-        assert qw[op] + sum(rest[op].values()) == got[op], \
-            f"{op}: {qw[op]} queue-wait samples + {rest[op]} != {got[op]} ios"
-        assert qw[op] >= TIMED_GOAL_SMALL * got[op], \
-            f"{op}: queue-wait samples for {qw[op]} of {got[op]}"
+    _assert_queue_waits(got, qw, rest)
