@@ -36,9 +36,9 @@
  */
 #define PROBES_SPARES 2
 /*
- * The dispatch chain has four: with two, 7.3 under qemu still lost 38 of about 15,000
- * dispatches of five disks with scheduler none (their IOs counted, not timed), where the bio
- * and completion chains, with two, lost none.
+ * The dispatch chain has four: with two, 7.3 under qemu still lost 38 dispatches in a round
+ * of 12,388 IOs of five disks with scheduler none (their IOs counted, not timed), where the
+ * bio and completion chains, with two, lost none.
  */
 #define PROBES_RQ_SPARES 4
 #define PROBES_MAX_SPARES PROBES_RQ_SPARES
@@ -845,7 +845,7 @@ static int chain_of(const struct iopulse_bpf *s, const struct bpf_program *prog,
 	for (c = 0; c < PROBES_CHAINS; c++)
 		for (k = 0; k < 2; k++)
 			for (i = 0; i <= PROBES_MAX_SPARES; i++)
-				if (chains[c][k][i] && chains[c][k][i] == prog) {
+				if (chains[c][k][i] == prog) {
 					*pos = i;
 					return c;
 				}
