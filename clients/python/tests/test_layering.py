@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"_version", "_pb"},                                    # the version; generated stubs
     {"errors", "histogram", "textfit", "tls", "unix_socket"},
     {"model"},                                              # decoded wire messages
-    {"client", "flood", "phases"},                          # the daemon's API; phases
+    {"client", "flood", "phases", "ceph"},                  # the daemon's API; phases; OSDs
     {"analysis"},                                           # sums, figures, compare
     {"record"},                                             # run files written and read
     {"data", "display"},                                    # DataFrames; a figure's text

@@ -20,14 +20,14 @@ from .. import tls
 from ..phases.fio import FioJobFileError
 from ..record.reader import RunFileError
 from ..data import MissingExtra
-from . import (compare, export, info, mark, phases, plot, record, report, snapshot, top,
-               watch)
+from . import (compare, explain, export, info, mark, phases, plot, record, report, snapshot,
+               top, watch)
 from .common import (ENV_TARGET, EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, EXIT_USAGE, printable,
                      seconds, target)
 
 COMMANDS: dict[str, ModuleType] = {m.__name__.rsplit(".", 1)[1]: m
                                    for m in (info, snapshot, top, watch, mark, record, report, compare,
-                                             phases, export, plot)}
+                                             phases, export, plot, explain)}
 MULTI_TARGET = {"record", "top", "watch", "snapshot"}   # take --target more than once
 
 EXAMPLES = """examples:
@@ -40,6 +40,7 @@ EXAMPLES = """examples:
   iopulse record -o run1.iopulse -- fio jobs.fio   record a benchmark, its fio jobs as phases
   iopulse report run1.iopulse                  per phase, host and device (--format html|...)
   iopulse compare a1.iopulse a2.iopulse -- b1.iopulse b2.iopulse
+  iopulse explain --osd 3 --last 5m --ceph     why osd.3 was slow: device, queue, flush, kv_sync
 
 The daemon is at --target, else $IOPULSE_TARGET, else %s.
 Options before the command (--target, --timeout, --connect-timeout) may also follow it.

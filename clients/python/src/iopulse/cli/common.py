@@ -25,6 +25,30 @@ def int_at_least(lo: int) -> Callable[[str], int]:
     return parse
 
 
+DURATION_UNITS = {"us": 1e-6, "ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+def duration(s: str) -> float:
+    t = s.strip()
+    for unit in ("us", "ms", "s", "m", "h"):
+        if t.endswith(unit):
+            try:
+                v = float(t[:-len(unit)]) * DURATION_UNITS[unit]
+            except ValueError:
+                break
+            if v > 0:
+                return v
+            break
+    else:
+        try:
+            v = float(t)
+            if v > 0:
+                return v
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"{s!r} is not a duration such as 90s, 10m or 1h")
+
+
 def seconds(s: str) -> float:
     try:
         v = float(s)

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ..record.broker import Broker
 from ..record.recorder import Recorder, hook_script_path
-from .common import EXIT_OK, EXIT_SERVER, EXIT_USAGE, label, printable
+from .common import EXIT_OK, EXIT_SERVER, EXIT_USAGE, duration, label, printable
 
 HELP = "record a run: every Update of every target while a command runs, with its phases"
 EXAMPLES = """examples:
@@ -41,30 +41,6 @@ command; iopulse record waits for it and exits with its exit status. One that co
 command started ends the recording without starting it (exit status 130 for Ctrl-C, 143 for
 SIGTERM; the run's end says so). Then: iopulse report RUN."""
 CONNECTS = False
-
-DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-
-
-def duration(s: str) -> float:
-    t = s.strip()
-    for unit in ("ms", "s", "m", "h"):
-        if t.endswith(unit):
-            try:
-                v = float(t[:-len(unit)]) * DURATION_UNITS[unit]
-            except ValueError:
-                break
-            if v > 0:
-                return v
-            break
-    else:
-        try:
-            v = float(t)
-            if v > 0:
-                return v
-        except ValueError:
-            pass
-    raise argparse.ArgumentTypeError(f"{s!r} is not a duration such as 90s, 10m or 1h")
-
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("-o", "--output", required=True, metavar="RUN",
