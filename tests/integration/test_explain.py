@@ -20,6 +20,7 @@ import time
 from grpc_testlib import CLIENT_ENV, iopulse_cmd
 from iopulse_testlib import run_fio, wait_idle
 from latency_truth import SLACK_NS, Tracer, bucket_index, rank
+from test_latency_truth import TRUTH_UNCOUNTED_PPM
 from iopulse.histogram import bucket_lower, bucket_upper
 
 OSD = 5
@@ -155,8 +156,12 @@ def _explain_an_osd(loopdev, daemon, tmp_path, procs: list[subprocess.Popen]) ->
 
     # slow IOs of the block device over its truth's p90, and its total p99, held to the truth
     q2c = sorted(truth.total.get("write", []))
-    assert len(q2c) >= 0.99 * ds.writes, f"truth saw {len(q2c)} of {ds.writes} writes: {truth}"
     missed = ds.writes - len(q2c)
+    # the truth misses the completions the kernel skipped its program for (counted) and, beside
+    # other load, a few more (test_latency_truth.py TRUTH_UNCOUNTED_PPM); the bounds below
+    # allow for every one it missed
+    assert missed <= truth.skipped_completions() + ds.writes * TRUTH_UNCOUNTED_PPM // 10**6, \
+        f"truth saw {len(q2c)} of {ds.writes} writes: {truth}"
     k = K
     thr = q2c[int(0.9 * len(q2c))]
     out = _explain("--target", target, "--device", block.name, "--last", "10m",
