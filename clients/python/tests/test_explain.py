@@ -280,3 +280,24 @@ def test_a_live_daemons_replay(tmp_path: Any, capsys: Any) -> None:
     assert out["host"] == "node1" and out["updates"] == 6
     assert out["culprit"] == "sdb" and out["devices"][0]["slow_ios"] == SLOW_N
     assert "history reaches back 5 s" in out["note"]
+
+
+def test_ceph_tell_where_the_node_has_no_socket(tmp_path: Any, capsys: Any,
+                                                monkeypatch: Any) -> None:
+    run = _run(str(tmp_path / "r.iopulse"))
+    ops = _slow_ops_file(str(tmp_path / "ops.json"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "ceph"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/argv\ncat {ops}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(ceph, "DEFAULT_SOCKET", str(tmp_path / "none-{osd}.asok"))
+    out = _json(capsys, ["explain", run, "--osd", "0", "--ceph"])
+    assert (tmp_path / "argv").read_text().split() == \
+        ["tell", "osd.0", "dump_historic_slow_ops", "--format", "json"]
+    assert [o["device_slow"] for o in out["ops"]] == [True, False]
+    fake.write_text("#!/bin/sh\necho 'Error ENOENT: problem getting command descriptions' >&2\n"
+                    "exit 2\n")
+    assert main(["explain", run, "--osd", "0", "--ceph"]) == 1
+    assert "ceph tell osd.0: exit 2: Error ENOENT" in capsys.readouterr().err

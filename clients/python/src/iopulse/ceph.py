@@ -13,9 +13,12 @@ zone and with a space in releases before Octopus), "age" and "duration" in secon
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import socket
 import struct
+import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Optional
@@ -138,3 +141,35 @@ def read_socket(path: str, timeout: float = 10.0) -> list[SlowOp]:
 
 def socket_of(osd: int, template: Optional[str] = None) -> str:
     return (template or DEFAULT_SOCKET).format(osd=osd)
+
+
+def read_tell(osd: int, timeout: float = 30.0) -> list[SlowOp]:
+    """The slow ops of osd.N through the cluster (`ceph tell osd.N dump_historic_slow_ops`),
+    for a node that is not the OSD's; the ceph CLI's own configuration and keyring apply."""
+    exe = shutil.which("ceph")
+    where = f"ceph tell osd.{osd}"
+    if exe is None:
+        raise CephError(f"{where}: no ceph command on PATH")
+    try:
+        p = subprocess.run([exe, "tell", f"osd.{osd}", "dump_historic_slow_ops", "--format",
+                            "json"], capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise CephError(f"{where}: no answer within {timeout:g} s") from None
+    if p.returncode:
+        raise CephError(f"{where}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    try:
+        obj = json.loads(p.stdout)
+    except json.JSONDecodeError as e:
+        raise CephError(f"{where}: not JSON: {e.msg}") from None
+    return parse_slow_ops(obj, where)
+
+
+def read_osd(osd: int, socket_path: Optional[str] = None, timeout: float = 10.0
+             ) -> list[SlowOp]:
+    """osd.N's slow ops from its admin socket (socket_path, default DEFAULT_SOCKET) where
+    this node has it, else through the cluster with the ceph CLI."""
+    path = socket_of(osd, socket_path)
+    if socket_path is None and not os.path.exists(path) and shutil.which("ceph"):
+        return read_tell(osd)
+    return read_socket(path, timeout)

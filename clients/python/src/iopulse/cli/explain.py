@@ -28,7 +28,8 @@ Which of the OSD's devices (block, block.db, block.wal, the LV and the disks und
 slower than --slow (total latency: queued in the block layer -> completed), where their time
 went (queue wait in the block layer, service in the device, flush requests), and the OSD's
 bstore_kv_sync thread's fdatasync latency over the same window; then a verdict in one
-sentence. With --ceph (the OSD's admin socket, --ceph-socket) or --slow-ops (the JSON of
+sentence. With --ceph (the OSD's admin socket, --ceph-socket, or `ceph tell` where this
+node has no socket of it) or --slow-ops (the JSON of
 `ceph daemon osd.N dump_historic_slow_ops` saved to a file), each slow op of the OSD with the
 device IO of the intervals it overlapped: a slow op without a slow device IO then was not
 this node's disks (a replica, the network, or the OSD itself).
@@ -62,7 +63,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--slow", type=duration, default=0.1, metavar="DURATION",
                    help="an IO is slow above this total latency (default 100ms)")
     s.add_argument("--ceph", action="store_true",
-                   help="read the OSD's slow ops from its admin socket (needs --osd)")
+                   help="read the OSD's slow ops from its admin socket, or with `ceph tell` "
+                        "where this node has no socket of it (needs --osd)")
     s.add_argument("--ceph-socket", metavar="PATH",
                    help=f"the admin socket (default {ceph.DEFAULT_SOCKET.format(osd='ID')})")
     s.add_argument("--slow-ops", metavar="FILE",
@@ -164,7 +166,7 @@ def _slow_ops(args: argparse.Namespace) -> list[ceph.SlowOp]:
         return ceph.read_file(args.slow_ops)
     if args.ceph:
         try:
-            return ceph.read_socket(ceph.socket_of(args.osd, args.ceph_socket))
+            return ceph.read_osd(args.osd, args.ceph_socket)
         except ceph.CephError as e:
             raise ceph.CephError(f"--ceph: {e} (run as a user that may use the OSD's admin "
                                  f"socket, or save dump_historic_slow_ops and give "
