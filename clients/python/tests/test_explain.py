@@ -43,6 +43,9 @@ def _update(seq: int, t0: int = T0) -> Any:
         d.write.service_ns.CopyFrom(hist(svc))
         d.write.queue_wait_ns.CopyFrom(hist(q))
         d.write.total_ns.CopyFrom(hist([a + b for a, b in zip(svc, q)]))
+        if name == "nvme0n1":           # counted without a dispatch record or a queue stamp
+            d.write.ios += 3
+            d.write.untimed, d.write.no_queue_ts = 1, 2
         if name == "sdb":
             d.flush.ios = 10
             d.flush.service_ns.CopyFrom(hist([900_000_000 if slow else 1_000_000] * 10))
@@ -115,7 +118,7 @@ def test_an_osds_slow_disk_its_time_and_kv_sync(tmp_path: Any, capsys: Any) -> N
     assert sdb["over"] == ["dm-0"] and sdb["role"] == "block"
     assert sdb["ios"] == 6 * 100 + SLOW_N
     assert sdb["slow_ios"] == SLOW_N and devs["nvme0n1"]["slow_ios"] == 0
-    assert sdb["untimed"] == 0
+    assert sdb["untimed"] == 0 and devs["nvme0n1"]["untimed"] == 6 * 3
     assert sdb["flushes"] == 60 and sdb["preflush_writes"] == 60
     # the device's share of the summed time: service >> queue
     assert sdb["device_share_pct"] > 90
@@ -147,6 +150,7 @@ def test_the_window_narrows_the_sums(tmp_path: Any, capsys: Any) -> None:
     assert out["osd"] is None and out["kv_sync"] is None
     assert [d["name"] for d in out["devices"]] == ["nvme0n1"]
     assert out["devices"][0]["slow_ios"] == 600          # 210 us each, all over 150 us
+    assert out["devices"][0]["ios"] == 618 and out["devices"][0]["untimed"] == 18
 
 
 def test_slow_ops_matched_to_the_intervals_they_overlapped(tmp_path: Any, capsys: Any) -> None:

@@ -42,7 +42,10 @@ class DeviceFinding:
     over: list[str]                 # the selected devices stacked on it (dm-0 over sdb)
     ios: int
     slow_ios: int                   # total latency over the threshold
-    untimed: int                    # counted IOs without a total latency (see the README)
+    untimed: int                    # IOs counted without a total latency: no dispatch record
+                                    # or no submission time (the daemon's untimed and
+                                    # no_queue_ts; an empty PREFLUSH write is timed as a
+                                    # preflush, not here)
     total_p50_ns: Optional[int]
     total_p99_ns: Optional[int]
     total_max_ns: Optional[int]
@@ -145,7 +148,7 @@ def _device(a: DeviceAgg, info: Optional[DeviceInfo], chosen: Sequence[str],
     over = sorted(h for h in (info.holders if info else []) if h in chosen)
     return DeviceFinding(
         a.name, a.osd_role or (info.osd_role if info else None), over, data.ios,
-        _above(total, slow_ns), max(0, data.ios - (total.count if total is not None else 0)),
+        _above(total, slow_ns), data.untimed + data.no_queue_ts,
         _pct(total, 50), _pct(total, 99), _max(total), _pct(svc, 99), _max(svc),
         _pct(queue, 99), _max(queue), share, fl.ios, _pct(fl.hists.get("service_ns"), 99),
         a.preflush, _pct(pre, 99))
