@@ -79,9 +79,16 @@ def test_job_names_never_reach_a_shell(loopdev, daemon, tmp_path):
     assert "not marked" not in p.stderr and "mark failed" not in p.stderr, p.stderr
     rows, _ = phase_rows(run)
     reads = {r.phase.name: r.values["reads"] for r in rows if r.device == lo.name}
+    # docs/metrics.md (Completions the kernel does not report): a read whose completion
+    # reached no program is counted, untimed, in the interval its record is found in, which
+    # may be the next job's: a job's count may be off by those, the whole command's is exact
+    unseen = sum(d.read.completion_unseen for _, u in run.iter_updates() for d in u.devices
+                 if d.name == lo.name)
+    print(f"reads per phase: {reads}; completions the kernel did not report: {unseen}")
+    assert reads.get("fio") == sum(j["read"]["total_ios"] for j in fio.values())
     for name, j in fio.items():
         assert j["read"]["total_ios"] == 300, (name, j["read"]["total_ios"])
-        assert reads.get(name) == 300, (name, reads.get(name))
+        assert abs(reads.get(name, 0) - 300) <= unseen, (name, reads.get(name), unseen)
     assert d.stop() == 0, d.describe()
 
 
