@@ -305,3 +305,19 @@ def test_ceph_tell_where_the_node_has_no_socket(tmp_path: Any, capsys: Any,
                     "exit 2\n")
     assert main(["explain", run, "--osd", "0", "--ceph"]) == 1
     assert "ceph tell osd.0: exit 2: Error ENOENT" in capsys.readouterr().err
+
+
+def test_a_live_window_from_since_reaches_back_that_far(tmp_path: Any, capsys: Any) -> None:
+    fake = _Replaying()
+    target = f"unix:{tmp_path}/d.sock"
+    server = serve(fake, target)
+    since = datetime.fromtimestamp(time.time() - 90).strftime("%H:%M:%S")
+    try:
+        out = _json(capsys, ["--target", target, "explain", "--osd", "0", "--since", since])
+        assert main(["--target", target, "explain", "--osd", "0", "--since", since,
+                     "--until", since]) == 2
+    finally:
+        server.stop(0)
+    assert 90 <= fake.requests[-1].replay_seconds <= 93, fake.requests[-1]
+    assert out["updates"] == 6
+    assert "the window is empty" in capsys.readouterr().err

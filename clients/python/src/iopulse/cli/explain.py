@@ -106,22 +106,22 @@ def _from_run(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any], str]
         hosts = [h for h in hosts if h.name == args.host]
         if not hosts:
             raise Usage(f"{args.run}: no host {args.host!r}; hosts: "
-                                  f"{', '.join(h.name for h in r.hosts) or 'none'}")
+                        f"{', '.join(h.name for h in r.hosts) or 'none'}")
     if len(hosts) > 1 and args.osd is not None:
         hosts = [h for h in hosts if h.info and any(d.osd_id == args.osd for d in h.info.devices)]
     if len(hosts) > 1:
         raise Usage(f"{args.run}: {len(hosts)} hosts; name one with --host: "
-                              f"{', '.join(h.name for h in hosts)}")
+                    f"{', '.join(h.name for h in hosts)}")
     if not hosts:
         raise Usage(f"{args.run}: no host's data holds "
-                              f"{'osd.%d' % args.osd if args.osd is not None else 'them'}")
+                    f"{'osd.%d' % args.osd if args.osd is not None else 'them'}")
     h = hosts[0]
     if args.phase:
         ps = [p for p in r.phases() if fnmatch.fnmatchcase(p.name, args.phase)]
         if len(ps) != 1:
             raise Usage(f"{args.run}: --phase {args.phase!r} matches {len(ps)} "
-                                  f"phases; phases: "
-                                  f"{', '.join(sorted({p.name for p in r.phases()})) or 'none'}")
+                        f"phases; phases: "
+                        f"{', '.join(sorted({p.name for p in r.phases()})) or 'none'}")
         ups = [u for hi, u in r.iter_updates() if hi == h.index and ps[0].contains(hi, u)]
     else:
         ups = [u for hi, u in r.iter_updates() if hi == h.index]
@@ -136,28 +136,28 @@ def _from_daemon(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any], s
     """The window's Updates from the daemon's replay (and the interval under way, waited
     for), its devices, host name and a note when its history is shorter than asked."""
     now = time.time_ns()
-    last = args.last or DEFAULT_LAST
+    end = min(now, parse_when(args.until, now)) if args.until else now
+    start = (parse_when(args.since, now) if args.since else
+             end - int((args.last or DEFAULT_LAST) * 1e9))
+    if start >= end:
+        raise Usage(f"the window is empty ({args.since or ''} .. {args.until or ''})")
+    reach = (now - start) / 1e9
     with Client(args.target, timeout=args.timeout or None,
                 connect_deadline=args.connect_timeout) as c:
         info = c.info()
-        if args.since:
-            last = max(last, (now - parse_when(args.since, now)) / 1e9)
         ups = []
-        with c.subscribe_raw(replay_seconds=max(1, math.ceil(last)),
-                             timeout=last + 2 * info.interval_s + 30) as sub:
+        with c.subscribe_raw(replay_seconds=max(1, math.ceil(reach)),
+                             timeout=reach + 2 * info.interval_s + 30) as sub:
             for raw in sub:
                 u = pb.Update.FromString(raw)
                 ups.append(u)
-                if u.end_realtime_ns >= now:
+                if u.end_realtime_ns >= end:
                     break
     note = ""
-    if ups and ups[0].start_realtime_ns > now - int(last * 1e9) + int(info.interval_ns):
-        note = (f"the daemon's history reaches back {(now - ups[0].start_realtime_ns) / 1e9:.0f} s "
-                f"(server.ring {info.ring_seconds} s), not {last:.0f} s")
-    if ups:
-        s, e = _window(args, now - int(last * 1e9), now if not args.until
-                       else parse_when(args.until, now))
-        ups = [u for u in ups if u.end_realtime_ns > s and u.start_realtime_ns < e]
+    if ups and ups[0].start_realtime_ns > start + int(info.interval_ns):
+        note = (f"the daemon's history reaches back {(now - ups[0].start_realtime_ns) / 1e9:.0f}"
+                f" s (server.ring {info.ring_seconds} s), not {reach:.0f} s")
+    ups = [u for u in ups if u.end_realtime_ns > start and u.start_realtime_ns < end]
     return ups, {d.name: d for d in info.devices}, info.hostname, note
 
 
