@@ -114,7 +114,7 @@ vm() {
 	echo "AHCI, virtio-scsi and virtio-blk disks: build/iopulsed against the guest's diskstats"
 	rc=0
 	# the judge's rules on made-up cells first (tests/vm/test_blktruth.py)
-	$PY -m pytest -q -p no:cacheprovider tests/vm/test_blktruth.py || rc=$?
+	$PY -m pytest -q -p no:cacheprovider tests/vm/test_blktruth.py tests/vm/test_boot.py || rc=$?
 	# two kernels booted at once; every mode and bfq too on the oldest and the newest
 	# kernel, the default mode under none and mq-deadline on those between
 	# (tests/vm/README.md: cost)
