@@ -279,8 +279,10 @@ def run_kernel(k, args, vng, apt, out_root, current, fetch_error=None):
             guest = Guest(argv, console, env)
             current["guest"] = guest
             rc = guest.wait(args.timeout)
-            with open(console, errors="replace") as f:
-                died = died_before_script(f.read()) if rc is not None else ""
+            died = ""
+            if rc is not None:
+                with open(console, errors="replace") as f:
+                    died = died_before_script(f.read())
             if not died or attempt == 2:
                 break
             # the guest kernel died before the guest script ran: nothing of iopulse was

@@ -17,9 +17,9 @@ from ..ceph import SlowOp
 from ..histogram import Histogram
 from ..model import ALL, DeviceInfo
 from .aggregate import DeviceAgg, PhaseAgg, ThreadAgg
+from .metrics import device_figures, op_figures
 
 KV_SYNC = "bstore_kv_sync"      # BlueStore's thread that commits RocksDB: its fdatasync calls
-_QS = (50.0, 99.0)
 
 
 def _pct(h: Optional[Histogram], q: float) -> Optional[int]:
@@ -138,20 +138,18 @@ def osd_devices(infos: Mapping[str, DeviceInfo], seen: Iterable[DeviceAgg], osd:
 def _device(a: DeviceAgg, info: Optional[DeviceInfo], chosen: Sequence[str],
             slow_ns: int) -> DeviceFinding:
     data = a.op(ALL)
-    total = data.hists.get("total_ns")
-    svc = data.hists.get("service_ns")
-    queue = data.hists.get("queue_wait_ns")
+    f, dev = op_figures(data, 0.0), device_figures(a, 0.0)
+    svc, queue = data.hists.get("service_ns"), data.hists.get("queue_wait_ns")
     s_sum, q_sum = (svc.sum if svc is not None else 0), (queue.sum if queue is not None else 0)
     share = 100.0 * s_sum / (s_sum + q_sum) if s_sum + q_sum else None
-    fl = a.ops["flush"]
-    pre = a.hists.get("preflush_latency_ns")
     over = sorted(h for h in (info.holders if info else []) if h in chosen)
     return DeviceFinding(
         a.name, a.osd_role or (info.osd_role if info else None), over, data.ios,
-        _above(total, slow_ns), data.untimed + data.no_queue_ts,
-        _pct(total, 50), _pct(total, 99), _max(total), _pct(svc, 99), _max(svc),
-        _pct(queue, 99), _max(queue), share, fl.ios, _pct(fl.hists.get("service_ns"), 99),
-        a.preflush, _pct(pre, 99))
+        _above(data.hists.get("total_ns"), slow_ns), data.untimed + data.no_queue_ts,
+        f["total_p50_ns"], f["total_p99_ns"], f["total_max_ns"], f["svc_p99_ns"],
+        f["svc_max_ns"], f["qwait_p99_ns"], f["qwait_max_ns"], share, dev["flushes"],
+        op_figures(a.ops["flush"], 0.0)["svc_p99_ns"], dev["preflushes"],
+        dev["preflush_p99_ns"])
 
 
 def _sum(updates: Iterable[Any]) -> PhaseAgg:
@@ -202,7 +200,7 @@ def explain(updates: Sequence[Any], infos: Mapping[str, DeviceInfo], *,
     window and the Info do not know raises ValueError, as does an OSD none of whose devices
     they know."""
     if (osd is None) == (not devices):
-        raise ValueError("give an OSD or devices, not both")
+        raise ValueError("give an OSD or devices: one of the two")
     updates = sorted(updates, key=lambda u: u.start_monotonic_ns)
     agg = _sum(updates)
     seen = list(agg.devices.values())

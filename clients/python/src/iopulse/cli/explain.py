@@ -208,7 +208,9 @@ def verdict(ex: Explanation) -> str:
                     f"{fmt_ns(d.flush_p99_ns)})")
     k = ex.kv_sync
     if k is not None and k.calls:
-        out += f"; bstore_kv_sync fdatasync p99 {fmt_ns(k.p99_ns)} over {k.calls:,} calls"
+        # the p99 is of the fdatasync calls where there were any (analysis/explain.py _kv_sync)
+        what, n = ("fdatasync", k.fdatasync) if k.fdatasync else ("sync call", k.calls)
+        out += f"; bstore_kv_sync {what} p99 {fmt_ns(k.p99_ns)} over {n:,} calls"
     elif ex.osd is not None:
         out += "; no bstore_kv_sync sync calls seen"
     if ex.ops:
@@ -246,7 +248,7 @@ def _print(ex: Explanation, host: str, note: str) -> None:
                   f"{k.fdatasync:,}; p50 {fmt_ns(k.p50_ns)}, p99 {fmt_ns(k.p99_ns)}, max "
                   f"{fmt_ns(k.max_ns)}", markup=False, highlight=False)
     for o in ex.ops:
-        what = (f"no data for its time" if not o.intervals else
+        what = ("no data for its time" if not o.intervals else
                 f"{o.slow_ios:,} of {o.ios:,} device IOs over {fmt_ns(ex.slow_ns)} in the "
                 f"{o.intervals} interval(s) it overlapped, slowest {fmt_ns(o.slowest_total_ns)}"
                 f"{' on ' + o.slowest_device if o.slowest_device else ''}")
