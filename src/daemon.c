@@ -46,6 +46,32 @@ struct serving {
 
 static struct serving srv;
 
+/*
+ * IOPULSE_TEST_INFO_LAG_MS=N: the tests' way to build the Info after an interval N ms late
+ * (0..1000, 0 or unset: at once), as a loaded machine may, to show that GetInfo does not
+ * depend on it for the phases open (rpc_unary.c with_open_phases).
+ */
+static void test_info_lag(void)
+{
+	static long ms = -1;
+	struct timespec ts;
+
+	if (ms < 0) {
+		const char *v = getenv("IOPULSE_TEST_INFO_LAG_MS");
+
+		ms = v ? strtol(v, NULL, 10) : 0;
+		ms = ms < 0 ? 0 : ms > 1000 ? 1000 : ms;
+		if (ms)
+			log_warn("IOPULSE_TEST_INFO_LAG_MS=%ld: the Info of each interval is built "
+				 "%ld ms late (a test setting)", ms, ms);
+	}
+	if (!ms)
+		return;
+	ts.tv_sec = 0;
+	ts.tv_nsec = ms * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
 static void publish(struct pipeline *pl, const struct iop_config *c, const struct iop_interval *iv)
 {
 	struct info_src is = {
@@ -69,6 +95,7 @@ static void publish(struct pipeline *pl, const struct iop_config *c, const struc
 	r = hub_publish(srv.hub, iv);
 	if (r)
 		log_warn("an interval could not be kept for subscribers: %s", strerror(-r));
+	test_info_lag();
 	if (phases_open(hub_phases(srv.hub), &is.open_phases, &is.n_open_phases))
 		log_warn("out of memory listing the open phases");
 	is.bpf_run_time_ns = srv.bpf_run_time_ns;

@@ -297,6 +297,32 @@ fail:
 	return NULL;
 }
 
+struct hub_msg *info_with_open_phases(const struct hub_msg *info,
+				      Iopulse__V1__PhaseMark **open, size_t n)
+{
+	Iopulse__V1__Info *m = iopulse__v1__info__unpack(NULL, info->len, info->buf);
+	struct hub_msg *out = NULL;
+	uint8_t *buf;
+	size_t i, len;
+
+	if (!m) {
+		for (i = 0; i < n; i++)
+			iopulse__v1__phase_mark__free_unpacked(open[i], NULL);
+		free(open);
+		return NULL;
+	}
+	for (i = 0; i < m->n_open_phases; i++)
+		iopulse__v1__phase_mark__free_unpacked(m->open_phases[i], NULL);
+	free(m->open_phases);
+	m->open_phases = open;      /* freed with m */
+	m->n_open_phases = n;
+	buf = pb_pack_alloc(&m->base, &len);
+	if (buf)
+		out = hub_msg_new(buf, len);
+	iopulse__v1__info__free_unpacked(m, NULL);
+	return out;
+}
+
 struct hub_msg *info_with_settings(const struct hub_msg *info, const char *sysfs_root)
 {
 	Iopulse__V1__Info *m = iopulse__v1__info__unpack(NULL, info->len, info->buf);

@@ -44,4 +44,13 @@ struct hub_msg *info_build(const struct info_src *src);
  * Info built every interval. */
 struct hub_msg *info_with_settings(const struct hub_msg *info, const char *sysfs_root);
 
+/*
+ * A copy of the packed Info whose open_phases are open[0..n) (taken: freed whatever
+ * happens), the phases open when GetInfo is answered rather than when the Info was built at
+ * the end of the last interval: a client that has just marked a phase finds it open. NULL on
+ * ENOMEM or if info does not decode.
+ */
+struct hub_msg *info_with_open_phases(const struct hub_msg *info,
+				      Iopulse__V1__PhaseMark **open, size_t n);
+
 #endif

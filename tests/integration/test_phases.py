@@ -137,6 +137,28 @@ def test_a_dead_clients_phases_end_abandoned(daemon):
     assert d.stop(signal.SIGTERM) == 0, d.describe()
 
 
+def test_info_lists_a_phase_as_soon_as_its_mark_returns(daemon):
+    """GetInfo answers with the phases open at that moment: a client that has just marked a
+    phase begun or ended finds Info saying so, every time (the Info the daemon builds at an
+    interval's end follows the mark's reply, and on a busy machine a client asked before it)."""
+    # the Info after each interval built 50 ms late, as on a busy machine
+    d = daemon("-i", "1s", env={"IOPULSE_TEST_INFO_LAG_MS": "50"})
+    target = f"unix:{d.socket}"
+    col = start_collector(target)
+    with iopulse.Client(target, session="nested") as c, iopulse.Client(target) as reader:
+        names = []
+        for n in range(12):
+            c.mark_phase(f"level{n}")
+            names.append(f"level{n}")
+            assert [m.name for m in reader.info().open_phases] == names, n
+        while names:
+            c.mark_phase(names[-1], end=True)
+            names.pop()
+            assert [m.name for m in reader.info().open_phases] == names, len(names)
+    col.stop()
+    assert d.stop(signal.SIGTERM) == 0, d.describe()
+
+
 def test_open_phase_is_ended_when_the_daemon_stops(daemon):
     d = daemon("-i", "1s")
     target = f"unix:{d.socket}"
