@@ -345,12 +345,13 @@ static int emit(struct pipeline *pl, const struct daemon_opts *o, const struct i
 		bool final)
 {
 	struct iop_interval iv;
+	enum unseen_edge edge = final ? UNSEEN_FINAL : UNSEEN_TICK;
 	int r;
 
 	/* phase marks made so far sit on this edge: cut them before the maps are read */
-	if (srv.hub)
-		phases_cut(hub_phases(srv.hub));
-	r = aggregator_collect(pl->agg, c, &iv, final);
+	if (srv.hub && phases_cut(hub_phases(srv.hub)) && !final)
+		edge = UNSEEN_MARK;
+	r = aggregator_collect(pl->agg, c, &iv, edge);
 
 	if (r) {
 		log_error("collecting the interval failed: %s", strerror(-r));

@@ -211,7 +211,7 @@ static bool has_partitions(const struct aggregator *a, dev_t dev)
  * disk's line then holds IO that its slot does not. A slot of any other device is watched
  * too, for its idle moments.
  */
-static int find_unseen(struct aggregator *a, const struct iop_config *c, bool final)
+static int find_unseen(struct aggregator *a, const struct iop_config *c, enum unseen_edge edge)
 {
 	const struct iop_device *d;
 	size_t i, j, n = 0, cap = devices_count(a->devices) + a->nslots;
@@ -250,7 +250,7 @@ static int find_unseen(struct aggregator *a, const struct iop_config *c, bool fi
 								.slot = s + 1,
 								.data = a->slot_data[s] };
 	}
-	return unseen_run(a->unseen, a->watch, n, a->slot_kdev, final);
+	return unseen_run(a->unseen, a->watch, n, a->slot_kdev, edge);
 }
 
 /* This interval's count in histogram h of a slot. */
@@ -556,7 +556,7 @@ void aggregator_hand_over(struct aggregator *a, struct aggregator *next,
 }
 
 int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
-		       bool final)
+		       enum unseen_edge edge)
 {
 	const volatile uint64_t *g;
 	uint32_t s;
@@ -581,7 +581,7 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 	if (r)
 		return r;
 	/* with a successor, its probes see the completions from the cut on */
-	r = find_unseen(a, c, final && !a->successor);
+	r = find_unseen(a, c, a->successor ? UNSEEN_TICK : edge);
 	if (r < 0)
 		log_warn("cannot check the devices' in-flight counts: %s", strerror(-r));
 	else if (r > 0)
@@ -620,7 +620,7 @@ int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct 
 
 int aggregator_prime(struct aggregator *a, const struct iop_config *c)
 {
-	int r = note_slots(a) ?: find_unseen(a, c, false);
+	int r = note_slots(a) ?: find_unseen(a, c, UNSEEN_TICK);
 
 	return r < 0 ? r : 0;
 }

@@ -7,6 +7,7 @@
 #include "interval.h"
 #include "probes.h"
 #include "threads.h"
+#include "unseen.h"
 
 struct aggregator;
 
@@ -18,11 +19,12 @@ struct aggregator *aggregator_free(struct aggregator *a);
  * Close the interval that started at the previous call (or at aggregator_new) and fill iv.
  * The devices table is rescanned first; slots of devices that are gone and idle are handed
  * back to the BPF side. iv and everything it points to stay valid until the next call.
- * final: the last interval before the probes go; IO whose completion was never reported is
- * looked for once more after a short pause, so that the last interval misses none of it.
+ * edge: a timer's, a phase mark's or the last; at the last two, IO whose completion was never
+ * reported is looked for once more after a short pause (unseen_run), so that the phase or the
+ * last interval it completed in holds it.
  */
 int aggregator_collect(struct aggregator *a, const struct iop_config *c, struct iop_interval *iv,
-		       bool final);
+		       enum unseen_edge edge);
 
 /*
  * A reload: next (new probes, already attached beside a's) takes over at a's next collect,

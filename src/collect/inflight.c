@@ -73,13 +73,16 @@ static void count(struct probes *p, uint32_t slot, const struct iop_rq_rec *r)
 	__atomic_fetch_add(&base[IOP_C_UNSEEN + grp], 1, __ATOMIC_RELAXED);
 }
 
-/* Scans the records of suspect slots; a slot stays suspect while some are left for later. */
-static int retire(struct inflight *f)
+/*
+ * Scans the records of suspect slots. take: retire what the last stamp proves complete (a slot
+ * stays suspect while some are left for later); otherwise only count them.
+ */
+static int scan(struct inflight *f, bool take)
 {
 	struct iop_rq_rec *recs;
 	bool *later;
 	size_t n, i;
-	int retired = 0;
+	int found = 0;
 	uint32_t s;
 
 	later = calloc(f->nslots, sizeof(*later));
@@ -107,6 +110,10 @@ static int retire(struct inflight *f)
 			later[s - 1] = true;
 			continue;
 		}
+		if (!take) {
+			found++;
+			continue;
+		}
 		/* d_ns is the ownership token: the BPF side swaps it out too (take_ownership) */
 		if (!__atomic_compare_exchange_n(&r->d_ns, &d, 0, false, __ATOMIC_ACQ_REL,
 						 __ATOMIC_RELAXED))
@@ -114,14 +121,14 @@ static int retire(struct inflight *f)
 		__atomic_compare_exchange_n(&r->key, &key, 0, false, __ATOMIC_ACQ_REL,
 					    __ATOMIC_RELAXED);
 		count(f->probes, s - 1, r);
-		retired++;
+		found++;
 	}
 	probes_rq_recs_unmap(f->probes);
-	for (s = 0; s < f->nslots; s++)
+	for (s = 0; take && s < f->nslots; s++)
 		if (f->w[s].idle_at)
 			f->w[s].suspect = later[s];
 	free(later);
-	return retired;
+	return found;
 }
 
 void inflight_note(struct inflight *f, const struct diskstats_dev *devs, size_t n, uint64_t at)
@@ -151,19 +158,30 @@ void inflight_note(struct inflight *f, const struct diskstats_dev *devs, size_t 
 	}
 }
 
-int inflight_retire(struct inflight *f, const uint32_t *slot_kdev)
+/* Whether any slot is to be scanned; a slot handed to another device starts afresh. */
+static bool scan_due(struct inflight *f, const uint32_t *slot_kdev)
 {
 	uint32_t s;
-	bool scan = false;
+	bool due = false;
 
 	for (s = 0; s < f->nslots; s++) {
 		struct slot_watch *w = &f->w[s];
 
-		if (w->kdev != slot_kdev[s]) {     /* slot handed to another device */
+		if (w->kdev != slot_kdev[s]) {
 			memset(w, 0, sizeof(*w));
 			w->kdev = slot_kdev[s];
 		}
-		scan = scan || (w->suspect && w->idle_at);
+		due = due || (w->suspect && w->idle_at);
 	}
-	return scan ? retire(f) : 0;
+	return due;
+}
+
+int inflight_retire(struct inflight *f, const uint32_t *slot_kdev)
+{
+	return scan_due(f, slot_kdev) ? scan(f, true) : 0;
+}
+
+int inflight_proven(struct inflight *f, const uint32_t *slot_kdev)
+{
+	return scan_due(f, slot_kdev) ? scan(f, false) : 0;
 }

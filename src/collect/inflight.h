@@ -25,6 +25,9 @@ struct inflight *inflight_free(struct inflight *f);
  */
 int inflight_retire(struct inflight *f, const uint32_t *slot_kdev);
 
+/* How many records inflight_retire would retire now (none is touched), or -errno. */
+int inflight_proven(struct inflight *f, const uint32_t *slot_kdev);
+
 /*
  * The interval's stamp (diskstats_stamp, taken at `at`, after inflight_retire): which slots
  * were idle, and whose completion gap to /proc/diskstats moved (their records are scanned at

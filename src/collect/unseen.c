@@ -12,7 +12,7 @@
 /* What the two modes do with the interval's devices (unseen_run). */
 struct unseen_strategy {
 	int (*run)(struct unseen *u, struct diskstats_dev *devs, size_t n,
-		   const uint32_t *slot_kdev, bool final);
+		   const uint32_t *slot_kdev, enum unseen_edge edge);
 };
 
 struct unseen {
@@ -24,12 +24,13 @@ struct unseen {
 
 /*
  * The full mode: the records the previous stamp proved complete are retired first, then the
- * stamp is taken, for the sweep's next run and the references. The last interval looks once
- * more after a pause: a device idle at this stamp whose records are still open after it
- * (a completion seen by BPF takes microseconds) completed unseen.
+ * stamp is taken, for the sweep's next run and the references. A mark's interval and the last
+ * look once more, after a pause, when the stamp proves some record complete: a device idle at
+ * this stamp whose records are still open after it (a completion seen by BPF takes
+ * microseconds) completed unseen, and is counted before the phase or the daemon ends.
  */
 static int sweep_run(struct unseen *u, struct diskstats_dev *devs, size_t n,
-		     const uint32_t *slot_kdev, bool final)
+		     const uint32_t *slot_kdev, enum unseen_edge edge)
 {
 	uint64_t at;
 	int r, more;
@@ -44,7 +45,7 @@ static int sweep_run(struct unseen *u, struct diskstats_dev *devs, size_t n,
 	more = reconcile_run(u->refs, devs, n);     /* references only */
 	if (more < 0)
 		return more;
-	if (final) {
+	if (edge != UNSEEN_TICK && inflight_proven(u->sweep, slot_kdev) > 0) {
 		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
 		more = inflight_retire(u->sweep, slot_kdev);
 		if (more < 0)
@@ -56,7 +57,7 @@ static int sweep_run(struct unseen *u, struct diskstats_dev *devs, size_t n,
 
 /* The completion-only mode: no records; what the gaps to /proc/diskstats show is counted. */
 static int count_run(struct unseen *u, struct diskstats_dev *devs, size_t n,
-		     const uint32_t *slot_kdev, bool final)
+		     const uint32_t *slot_kdev, enum unseen_edge edge)
 {
 	uint64_t at;
 	int r;
@@ -100,9 +101,9 @@ struct unseen *unseen_free(struct unseen *u)
 }
 
 int unseen_run(struct unseen *u, struct diskstats_dev *devs, size_t n,
-	       const uint32_t *slot_kdev, bool final)
+	       const uint32_t *slot_kdev, enum unseen_edge edge)
 {
-	return u->s->run(u, devs, n, slot_kdev, final);
+	return u->s->run(u, devs, n, slot_kdev, edge);
 }
 
 struct reconcile *unseen_refs(struct unseen *u)

@@ -12,6 +12,13 @@
 
 struct unseen;
 
+/* The edge an interval ends at, which decides when what its stamp proves complete is counted. */
+enum unseen_edge {
+	UNSEEN_TICK,    /* a timer's edge: at the next interval's run */
+	UNSEEN_MARK,    /* a phase mark's: now, after a short pause, so the phase it closes holds it */
+	UNSEEN_FINAL,   /* the last interval before the probes go: now, likewise */
+};
+
 /*
  * The strategy is chosen here, once, from the probes loaded: the full mode sweeps its request
  * records (inflight.c) and keeps each device's gap to /proc/diskstats for a successor; the
@@ -26,11 +33,12 @@ struct unseen *unseen_free(struct unseen *u);
  * which only takes references): one stamp of /proc/diskstats (two reads, diskstats_stamp) for
  * the devices devs, and what it shows counted in their slots' ios, bytes and unseen counters.
  * slot_kdev[s]: the kernel dev_t of slot s, 0 if unused; every used slot is among devs.
- * final: the last interval before the probes go; what completed unseen is looked for once
- * more after a short pause, so that it misses none. Returns the IOs counted, or -errno.
+ * edge: at a mark or the last interval, a record this stamp proves complete (its device idle,
+ * the record older than the stamp and still open after a pause of 20 ms, which is taken only
+ * when there is such a record) is counted in this interval. Returns the IOs counted, or -errno.
  */
 int unseen_run(struct unseen *u, struct diskstats_dev *devs, size_t n,
-	       const uint32_t *slot_kdev, bool final);
+	       const uint32_t *slot_kdev, enum unseen_edge edge);
 
 /* The devices' reference gaps to /proc/diskstats, which a reload carries over (handover.c). */
 struct reconcile *unseen_refs(struct unseen *u);

@@ -471,9 +471,9 @@ void phases_close_all(struct phases *p)
 
 /* ------------------------------------------------------------------- edges -- */
 
-void phases_cut(struct phases *p)
+size_t phases_cut(struct phases *p)
 {
-	size_t i;
+	size_t i, n;
 
 	pthread_mutex_lock(&p->lock);
 	for (i = 0; i < p->pend.n; i++)
@@ -483,7 +483,9 @@ void phases_cut(struct phases *p)
 			break;
 		}
 	p->pend.n -= i;
+	n = p->cut.n;
 	pthread_mutex_unlock(&p->lock);
+	return n;
 }
 
 static int add_reply(struct phases *p, const pb_mark *pm)

@@ -46,8 +46,8 @@ void phases_session_gone(struct phases *p, const char *session, const char *owne
 /* iopulsed stops: every open phase ends, flagged abandoned. */
 void phases_close_all(struct phases *p);
 
-/* Right before the maps are read: the marks queued so far make this edge. */
-void phases_cut(struct phases *p);
+/* Right before the maps are read: the marks queued so far make this edge. Returns how many. */
+size_t phases_cut(struct phases *p);
 /*
  * The cut marks, stamped with the edge's clocks, as a malloc'd array the caller takes (NULL
  * and 0 when none); the replies of their clients become ready. -ENOMEM.

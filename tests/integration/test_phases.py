@@ -38,8 +38,24 @@ def unseen(u, dev: str, op: str) -> int:
 def test_marks_are_interval_edges_and_phase_counts_exact(loopdev, daemon):
     """10 s intervals, phases of a fraction of that: each phase's writes equal what fio did
     in it, to the IO, although no regular interval edge falls near the marks."""
+    _phases_of_one_interval(loopdev, daemon, {})
+
+
+def test_a_phase_holds_the_ios_whose_completion_was_not_reported(loopdev, daemon):
+    """The same phases while the completion programs miss about one completion in 15 and
+    nothing closes the IO at its accounting (block_io_done hidden): the kernel's tracepoint
+    delivery does this to a few IOs on a busy machine. Each IO left open at the end of its
+    phase is found by the mark, on its device idle then, and counted in that phase."""
+    unseen_total = _phases_of_one_interval(loopdev, daemon, {
+        "IOPULSE_TEST_SKIP_COMPLETIONS": "15", "IOPULSE_HIDE_KERNEL_FEATURES": "io_done"})
+    assert unseen_total >= 20, f"only {unseen_total} completions went unseen"
+
+
+def _phases_of_one_interval(loopdev, daemon, env: dict[str, str]) -> int:
+    """Three fio phases inside one 10 s interval, each phase's writes held to fio's count;
+    returns the writes counted completion_unseen in the phases."""
     lo = loopdev("256M")
-    d = daemon("-i", "10s", "--devices", lo.name)
+    d = daemon("-i", "10s", "--devices", lo.name, env=env)
     target = f"unix:{d.socket}"
     col = start_collector(target)
     before = wait_idle(lo.name)
@@ -71,11 +87,14 @@ def test_marks_are_interval_edges_and_phase_counts_exact(loopdev, daemon):
     assert d.stop(signal.SIGTERM) == 0, d.describe()
 
     by_id = {m.id: (m, u) for u in col.updates for m in u.phases}
+    unseen_inside = 0
     for name, n, begin, end in marks:
         inside = phase_updates(col.updates, begin, end)
         got = sum(ios(u, lo.name, "write") for u in inside)
         late = sum(unseen(u, lo.name, "write") for u in col.updates)
-        print(f"phase {name}: iopulse writes {got}, fio {n}")
+        unseen_inside += sum(unseen(u, lo.name, "write") for u in inside)
+        print(f"phase {name}: iopulse writes {got}, fio {n}; completion_unseen inside "
+              f"{sum(unseen(u, lo.name, 'write') for u in inside)}, in the run {late}")
         assert got == n, (f"phase {name}: {got} writes counted inside it, fio did {n} "
                           f"(completion_unseen in the whole run: {late})")
         assert end.begin_id == begin.id and not end.abandoned
@@ -90,6 +109,7 @@ def test_marks_are_interval_edges_and_phase_counts_exact(loopdev, daemon):
     total = sum(ios(u, lo.name, "write") for u in col.updates)
     assert total == truth == sum(n for _, _, n in plan), \
         f"writes: iopulse {total}, /proc/diskstats {truth}, fio {sum(n for _, _, n in plan)}"
+    return unseen_inside
 
 
 def test_a_dead_clients_phases_end_abandoned(daemon):

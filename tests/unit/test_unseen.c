@@ -78,11 +78,11 @@ START_TEST(test_sweep_retires_what_an_idle_stamp_proves_complete)
 	c[IOP_C_BYTES + IOP_OP_READ] = 9 * 4096;
 	write_stats(10, 0);
 	/* the first stamp only finds the device idle and its gap moved */
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
 	ck_assert(dev.idle);
 	ck_assert_uint_eq(lost->key, 0x1000);
 	/* the next retires it */
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 1);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 1);
 	ck_assert_uint_eq(lost->key, 0);
 	ck_assert_uint_eq(lost->d_ns, 0);
 	ck_assert_uint_eq(c[IOP_C_IOS + IOP_OP_READ], 10);
@@ -91,17 +91,53 @@ START_TEST(test_sweep_retires_what_an_idle_stamp_proves_complete)
 	/* busy: a record dispatched now is not judged */
 	late = open_read(p, 0x2000, mono_ns());
 	write_stats(10, 1);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
 	ck_assert(!dev.idle);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
 	ck_assert_uint_eq(late->key, 0x2000);
 	/* the last interval: idle at its stamp, still open after the pause: retired then */
 	write_stats(11, 0);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, true), 1);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_FINAL), 1);
 	ck_assert_uint_eq(late->key, 0);
 	ck_assert_uint_eq(c[IOP_C_IOS + IOP_OP_READ], 11);
 	/* one stamp, two reads of /proc/diskstats, per interval; the last one's too */
 	ck_assert_uint_eq(unseen_reads(u), 5 * 2);
+	ck_assert_uint_eq(p->maps, 0);
+	unseen_free(u);
+	fake_probes_free(p);
+}
+END_TEST
+
+START_TEST(test_a_marks_edge_counts_what_its_own_stamp_proves)
+{
+	struct probes *p = fake_probes_new(4, 16, false);
+	uint64_t *c = p->data;
+	struct diskstats_dev dev = { .kdev = LOOP3, .slot = 1, .data = c, .held = true };
+	uint32_t slot_kdev[4] = { LOOP3 };
+	struct iop_rq_rec *lost, *busy;
+	struct unseen *u;
+
+	ck_assert_int_eq(unseen_new(&u, p, 4, path), 0);
+	write_stats(9, 0);
+	c[IOP_C_IOS + IOP_OP_READ] = 9;
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
+	/* a phase's last read completed unseen; the mark that ends the phase counts it in the
+	 * interval it closes, not at the next one (dispatched after the previous stamp) */
+	lost = open_read(p, 0x1000, mono_ns());
+	write_stats(10, 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_MARK), 1);
+	ck_assert_uint_eq(lost->key, 0);
+	ck_assert_uint_eq(c[IOP_C_IOS + IOP_OP_READ], 10);
+	ck_assert_uint_eq(c[IOP_C_UNSEEN + IOP_OP_READ], 1);
+	/* and not again at the next edge */
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
+	ck_assert_uint_eq(c[IOP_C_IOS + IOP_OP_READ], 10);
+	/* a device with IO in flight at the mark proves nothing: its record stays open */
+	busy = open_read(p, 0x2000, mono_ns());
+	write_stats(10, 1);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_MARK), 0);
+	ck_assert_uint_eq(busy->key, 0x2000);
+	ck_assert_uint_eq(c[IOP_C_IOS + IOP_OP_READ], 10);
 	ck_assert_uint_eq(p->maps, 0);
 	unseen_free(u);
 	fake_probes_free(p);
@@ -125,8 +161,8 @@ START_TEST(test_sweep_leaves_a_requeued_request_waiting_for_its_next_dispatch)
 	lost = open_read(p, 0x2000, mono_ns() - 1000000);
 	c[IOP_C_IOS + IOP_OP_READ] = 9;
 	write_stats(10, 0);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 1);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 1);
 	ck_assert_uint_eq(lost->key, 0);
 	/* the requeued one completes after its next dispatch: counted then, not here */
 	ck_assert_uint_eq(waiting->key, 0x1000);
@@ -134,11 +170,11 @@ START_TEST(test_sweep_leaves_a_requeued_request_waiting_for_its_next_dispatch)
 	ck_assert_uint_eq(c[IOP_C_IOS + IOP_OP_READ], 10);
 	ck_assert_uint_eq(c[IOP_C_UNSEEN + IOP_OP_READ], 1);
 	/* still waiting at the next idle stamps: still left */
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
 	ck_assert_uint_eq(waiting->key, 0x1000);
 	/* one that waited longer than any requeue does is retired after all */
 	waiting->d_ns = mono_ns() - 31ull * 1000000000ull;
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 1);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 1);
 	ck_assert_uint_eq(waiting->key, 0);
 	unseen_free(u);
 	fake_probes_free(p);
@@ -156,11 +192,11 @@ START_TEST(test_sweep_leaves_a_slot_handed_to_another_device)
 	ck_assert_int_eq(unseen_new(&u, p, 4, path), 0);
 	r = open_read(p, 0x1000, mono_ns() - 1000000);
 	write_stats(10, 0);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
 	/* slot 0 now serves another disk: the record of loop3 in it is not loop3's to judge */
 	slot_kdev[0] = (8u << 20) | 0;
 	dev.slot = 0;
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
 	ck_assert_uint_eq(r->key, 0x1000);
 	unseen_free(u);
 	fake_probes_free(p);
@@ -177,12 +213,12 @@ START_TEST(test_count_adds_a_grown_gap)
 
 	ck_assert_int_eq(unseen_new(&u, p, 4, path), 0);
 	write_stats(100, 0);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);   /* the reference */
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);   /* the reference */
 	/* 20 reads completed, 18 seen */
 	c[IOP_C_IOS + IOP_OP_READ] = 18;
 	c[IOP_C_BYTES + IOP_OP_READ] = 18 * 4096;
 	write_stats(120, 0);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, true), 2);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_FINAL), 2);
 	ck_assert_uint_eq(c[IOP_C_IOS + IOP_OP_READ], 20);
 	ck_assert_uint_eq(c[IOP_C_UNSEEN + IOP_OP_READ], 2);
 	ck_assert_uint_eq(unseen_reads(u), 2 * 2);
@@ -200,8 +236,8 @@ START_TEST(test_records_that_cannot_be_mapped_are_an_error)
 
 	ck_assert_int_eq(unseen_new(&u, p, 4, path), 0);
 	write_stats(10, 0);
-	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, false), 0);
-	ck_assert_int_lt(unseen_run(u, &dev, 1, slot_kdev, false), 0);
+	ck_assert_int_eq(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
+	ck_assert_int_lt(unseen_run(u, &dev, 1, slot_kdev, UNSEEN_TICK), 0);
 	unseen_free(u);
 	fake_probes_free(p);
 }
@@ -214,6 +250,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_sweep_retires_what_an_idle_stamp_proves_complete);
+	tcase_add_test(tc, test_a_marks_edge_counts_what_its_own_stamp_proves);
 	tcase_add_test(tc, test_sweep_leaves_a_requeued_request_waiting_for_its_next_dispatch);
 	tcase_add_test(tc, test_sweep_leaves_a_slot_handed_to_another_device);
 	tcase_add_test(tc, test_count_adds_a_grown_gap);
