@@ -544,10 +544,12 @@ def window(daemons, disks, body, cell):
         for d in disks:
             # --queue-from request keeps no bio records: the empty PREFLUSH write each fsync
             # or fdatasync sends, counted as a write and never dispatched itself, has no time
+            # (a file system sends some of its own: the host counts them in the trace,
+            # blktruth.request_coverage)
             untimeable = 0 if mode != "request" else by_disk.get(d, 0) if by_disk else fio_sync
             st, rs = disk_counts(by_mode[mode], d, before[d], after[d], mode, untimeable)
             per[d] = {k: st[k] for k in ("iopulse", "iopulse_ios", "timed", "completion_unseen",
-                                         "untimed", "coverage")}
+                                         "untimed", "coverage", "diskstats_ios")}
             cell["reasons"] += [f"[{mode}] " + (f"{d}: " if len(disks) > 1 else "") + x
                                 for x in rs]
         cell["modes"][mode] = {
