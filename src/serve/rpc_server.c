@@ -552,12 +552,27 @@ static void shut_down(struct rpc_server *s)
 {
 	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 					     gpr_time_from_millis(GRACE_MS, GPR_TIMESPAN));
+	gpr_timespec drain = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+					  gpr_time_from_millis(GRACE_MS / 2, GPR_TIMESPAN));
 	bool cancelled = false, done = false;
 	grpc_event ev;
 
-	/* the daemon's last (partial) interval goes out before the status */
-	rpc_streams_refeed(&s->streams);
-	feed(s);
+	/*
+	 * The daemon's last (partial) interval, with the ends of the phases left open, goes out
+	 * before the status: to a stream with an Update still on its way, or several behind,
+	 * too. Fed until none has one on its way and none is due more, within half the grace.
+	 */
+	for (;;) {
+		rpc_streams_refeed(&s->streams);
+		feed(s);
+		if (!rpc_streams_sending(&s->streams) ||
+		    gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), drain) > 0)
+			break;
+		ev = grpc_completion_queue_next(s->cq, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+			gpr_time_from_millis(POLL_MS, GPR_TIMESPAN)), NULL);
+		if (ev.type == GRPC_OP_COMPLETE)
+			completed(s, ev.tag, ev.success);
+	}
 	answer_marks(s, true);
 	rpc_streams_finish(&s->streams, finish_stream, s);
 	grpc_server_shutdown_and_notify(s->server, s->cq, &s->t_shutdown);

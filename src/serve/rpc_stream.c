@@ -100,6 +100,14 @@ void rpc_streams_refeed(struct rpc_streams *ss)
 	ss->refeed = true;
 }
 
+bool rpc_streams_sending(const struct rpc_streams *ss)
+{
+	for (const struct rpc_stream *st = ss->head; st; st = st->next)
+		if (st->sending && !st->closed)
+			return true;
+	return false;
+}
+
 void rpc_streams_finish(struct rpc_streams *ss, rpc_stream_finish_fn finish, void *ctx)
 {
 	struct rpc_stream *st;

@@ -57,6 +57,9 @@ void rpc_stream_sent(struct rpc_streams *ss, struct rpc_stream *st, bool ok);
 void rpc_stream_set_closed(struct rpc_stream *st);
 bool rpc_stream_closed(const struct rpc_stream *st);
 
+/* Whether a stream has an Update on its way (the server stops: it waits for them). */
+bool rpc_streams_sending(const struct rpc_streams *ss);
+
 /* The server stops: the next feed offers every stream what is due, the last interval too. */
 void rpc_streams_refeed(struct rpc_streams *ss);
 /* The server stops: each stream neither closed nor finishing gets its final status. */
