@@ -36,7 +36,8 @@ import time
 
 import pytest
 
-from iopulse_testlib import (TIMED_GOAL, TIMED_GOAL_SMALL, dev_entries, run_fio, sum_hist_count,
+from kernel_truth import CompletionDelivery, Delivery
+from iopulse_testlib import (TIMED_GOAL, dev_entries, run_fio, sum_hist_count,
                              sum_op, wait_idle)
 
 MIN_IOS = 1000
@@ -87,18 +88,25 @@ def _stop_and_count(d, name):
     return ivs, c
 
 
-def _check_timed(c, reads, exact=True, goal=TIMED_GOAL):
+def _check_timed(c, reads, kernel: Delivery, exact=True, goal=TIMED_GOAL):
     """The README's promise for latency samples: every completed read is timed, or counted in
-    completion_unseen (no sample: the kernel never reported its completion) or untimed; and
-    at least 99.9% are timed. Not that every read has a sample. exact: also the read count
-    against /proc/diskstats (the tests that have always checked it)."""
+    completion_unseen (no sample: the kernel ran no completion program for it, at most as
+    many as perf counted block_rq_complete more often than the programs ran) or untimed; and
+    of the reads whose completion reached the programs at least `goal` are timed. exact:
+    also the read count against /proc/diskstats (the tests that have always checked it)."""
     timed = c["service_ns"]
+    print(f"  kernel: {kernel.describe()}")
     if exact:
         assert c["ios"] == reads, f"read ios {c['ios']} != /proc/diskstats {reads}"
     assert timed + c["completion_unseen"] + c["untimed"] == c["ios"], \
         f"reads not accounted for: {timed} timed + {c['completion_unseen']} unseen + " \
         f"{c['untimed']} untimed != {c['ios']}"
-    assert timed >= goal * reads, f"latency samples for {timed} of {reads} reads"
+    assert c["completion_unseen"] <= kernel.not_run, \
+        f"{c['completion_unseen']} reads counted completion_unseen, but the kernel ran the " \
+        f"programs for all but {kernel.not_run} completions"
+    delivered = reads - c["completion_unseen"]
+    assert timed >= goal * delivered, \
+        f"latency samples for {timed} of the {delivered} reads whose completion the programs saw"
     return timed
 
 
@@ -114,10 +122,11 @@ def test_queue_wait_dominates_with_few_tags(loopdev, daemon):
     d = daemon("--json", "-i", "1s", "--devices", lo.name)
     before = wait_idle(lo.name)
     t_before = _read_time_ns(lo.name)
-    res = run_fio(name="iop-qwait", filename=lo.path, rw="randread", bs="64k",
-                  ioengine="psync", numjobs=jobs, thread=True, group_reporting=True, direct=1,
-                  size="256M", time_based=True, runtime="8s", randrepeat=0)
-    after = wait_idle(lo.name)
+    with CompletionDelivery(d.pid) as kd:
+        res = run_fio(name="iop-qwait", filename=lo.path, rw="randread", bs="64k",
+                      ioengine="psync", numjobs=jobs, thread=True, group_reporting=True,
+                      direct=1, size="256M", time_based=True, runtime="8s", randrepeat=0)
+        after = wait_idle(lo.name)
     t_after = _read_time_ns(lo.name)
     ivs, c = _stop_and_count(d, lo.name)
     reads = (after - before).reads
@@ -136,11 +145,10 @@ def test_queue_wait_dominates_with_few_tags(loopdev, daemon):
           f"{c['completion_unseen']}, untimed {c['untimed']}")
     # how many reads the workload does is the machine's business; it needs enough for means
     assert reads >= 2000, f"only {reads} reads in 8 s"
-    # mq-deadline with 4 tags and 8 threads per tag: 158 of 118,542 (0.13%) and, with a
-    # second fio loading the machine, 215 of 78,499 (0.27%) completions had no latency sample
-    # (docs/metrics.md: Completions the kernel does not report), so this case is held to 99.5%, not
-    # to the 99.9% of the other workloads
-    _check_timed(c, reads, exact=False, goal=TIMED_GOAL_SMALL)
+    # mq-deadline with 4 tags and 8 threads per tag lost the most completions to the kernel
+    # (0.13% of the reads, 0.27% with a second fio loading the machine: docs/metrics.md);
+    # each of those is bounded by the perf count, the rest held to the goal
+    _check_timed(c, reads, kd.result, exact=False)
     assert None not in qw and None not in svc, "null p50 in an interval with IOs"
     if qw:
         mq, ms = statistics.median(qw), statistics.median(svc)
@@ -176,10 +184,11 @@ def test_queue_wait_counted_without_scheduler(loopdev, daemon):
     wait_idle(lo.name)
     d = daemon("--json", "-i", "1s", "--devices", lo.name)
     before = wait_idle(lo.name)
-    res = run_fio(name="iop-qwait-none", filename=lo.path, rw="randread", bs="4k",
-                  ioengine="libaio", iodepth=64, direct=1, size="1G", time_based=True,
-                  runtime="4s", randrepeat=0)
-    after = wait_idle(lo.name)
+    with CompletionDelivery(d.pid) as kd:
+        res = run_fio(name="iop-qwait-none", filename=lo.path, rw="randread", bs="4k",
+                      ioengine="libaio", iodepth=64, direct=1, size="1G", time_based=True,
+                      runtime="4s", randrepeat=0)
+        after = wait_idle(lo.name)
     ivs, c = _stop_and_count(d, lo.name)
     ios, qcount, scount = c["ios"], c["queue_wait_ns"], c["service_ns"]
     no_qts, untimed, unseen = c["no_queue_ts"], c["untimed"], c["completion_unseen"]
@@ -188,7 +197,7 @@ def test_queue_wait_counted_without_scheduler(loopdev, daemon):
           f"service count {scount}, no_queue_ts {no_qts}, untimed {untimed}, "
           f"completion_unseen {unseen}")
     # IO whose completion event the kernel never delivered is counted but has no latency.
-    timed = _check_timed(c, (after - before).reads)
+    timed = _check_timed(c, (after - before).reads, kd.result)
     # without a scheduler the queue wait is still measured: one sample per timed read
     assert no_qts == 0, f"{no_qts} timed reads without a submission time"
     assert qcount == timed, f"queue_wait_ns count {qcount} != timed reads {timed}"
@@ -230,10 +239,11 @@ def test_queue_wait_from_request_setup(loopdev, daemon):
     assert not any(n.startswith(("iop_bio_queue", "iop_bio_split")) for n in names), \
         f"bio probe loaded with --queue-from request --no-sync: {names}"
     before = wait_idle(lo.name)
-    res = run_fio(name="iop-qwait-req", filename=lo.path, rw="randread", bs="4k",
-                  ioengine="psync", numjobs=4, thread=True, group_reporting=True, direct=1,
-                  size="1G", time_based=True, runtime="4s", randrepeat=0)
-    after = wait_idle(lo.name)
+    with CompletionDelivery(d.pid) as kd:
+        res = run_fio(name="iop-qwait-req", filename=lo.path, rw="randread", bs="4k",
+                      ioengine="psync", numjobs=4, thread=True, group_reporting=True,
+                      direct=1, size="1G", time_based=True, runtime="4s", randrepeat=0)
+        after = wait_idle(lo.name)
     ivs, c = _stop_and_count(d, lo.name)
     ios, qcount, scount = c["ios"], c["queue_wait_ns"], c["service_ns"]
     no_qts, unseen = c["no_queue_ts"], c["completion_unseen"]
@@ -244,7 +254,7 @@ def test_queue_wait_from_request_setup(loopdev, daemon):
           f"no_queue_ts {no_qts}, completion_unseen {unseen}; run means "
           + ", ".join(f"{h} {v:.0f}" for h, v in means.items())
           + f"; fio clat mean {clat_mean:.0f}")
-    timed = _check_timed(c, (after - before).reads)
+    timed = _check_timed(c, (after - before).reads, kd.result)
     # iostats are on: every request carries the kernel's set-up time
     assert no_qts == 0, f"{no_qts} reads without a set-up time"
     assert qcount == timed, f"queue {qcount} samples for {timed} timed reads"
