@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 import grpc_testlib  # noqa: F401  (puts the iopulse package on the path)
+from kernel_truth import prog_ids_of
 from iopulse.histogram import Histogram, bucket_index, rank
 
 BPFTRACE = "/usr/bin/bpftrace"
@@ -172,17 +173,7 @@ class Tracer:
 
     def _prog_ids(self) -> set[int]:
         """The BPF programs the script's process holds (from its descriptors)."""
-        ids = set()
-        fdinfo = f"/proc/{self.proc.pid}/fdinfo"
-        for fd in os.listdir(fdinfo):
-            try:
-                with open(f"{fdinfo}/{fd}") as f:
-                    for line in f:
-                        if line.startswith("prog_id:"):
-                            ids.add(int(line.split()[1]))
-            except OSError:
-                continue
-        return ids
+        return prog_ids_of(self.proc.pid)
 
     def skipped(self) -> dict[str, int]:
         """Runs of this script's programs the kernel skipped, by tracepoint (a classic

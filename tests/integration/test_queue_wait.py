@@ -28,7 +28,6 @@ How the first test differs from the obvious "one libaio job, 4k, iodepth 64", an
   for 4 tags (what was measured on a quiet one) may no longer fill them: 8 per tag are run.
 """
 import json
-import os
 import signal
 import subprocess
 import statistics
@@ -36,7 +35,7 @@ import time
 
 import pytest
 
-from kernel_truth import CompletionDelivery, Delivery
+from kernel_truth import CompletionDelivery, Delivery, prog_ids_of
 from iopulse_testlib import (TIMED_GOAL, dev_entries, run_fio, sum_hist_count,
                              sum_op, wait_idle)
 
@@ -213,15 +212,7 @@ def test_queue_wait_counted_without_scheduler(loopdev, daemon):
 def _loaded_prog_names(pid: int) -> list[str]:
     """Names of the BPF programs the process holds (from its fds), not every program on the
     machine: another agent may run here too."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                for line in f:
-                    if line.startswith("prog_id:"):
-                        ids.add(int(line.split()[1]))
-        except OSError:
-            continue
+    ids = prog_ids_of(pid)
     out = subprocess.run(["bpftool", "prog", "show", "-j"], check=True, capture_output=True,
                          text=True).stdout
     return [p.get("name", "") for p in json.loads(out) if p.get("id") in ids]
