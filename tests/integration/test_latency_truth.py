@@ -109,12 +109,15 @@ CELLS = [("split", "bio"), ("split", "request"), ("split", "completion"), ("merg
 def test_latency_equals_the_per_io_truth(loopdev, daemon, tmp_path, workload, queue_from):
     lo = loopdev("512M", backing_dir="/var/tmp", fill=workload == "tagwait")
     wait_idle(lo.name)
+    mode = (["--mode", "completion"] if queue_from == "completion" else
+            ["--queue-from", queue_from])
+    d = daemon("--json", "--json-buckets", "-i", "1s", "--devices", lo.name, *mode,
+               "--no-sync")
+    # the daemon first: a tracepoint runs its programs in the order they were attached, so
+    # iopulse's run before the script's at dispatch and at completion alike and neither
+    # stamp waits for the script's handler (latency_truth.SLACK_NS)
     tracer = Tracer(_kdev(lo.majmin), str(tmp_path / "truth.txt"))
     try:
-        mode = (["--mode", "completion"] if queue_from == "completion" else
-                ["--queue-from", queue_from])
-        d = daemon("--json", "--json-buckets", "-i", "1s", "--devices", lo.name, *mode,
-                   "--no-sync")
         before = wait_idle(lo.name)
         fio = WORKLOADS[workload](lo, lo.path)
         after = wait_idle(lo.name)
