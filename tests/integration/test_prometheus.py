@@ -258,14 +258,27 @@ def test_native_histograms_over_protobuf(loopdev, daemon, prometheus):
     time.sleep(1.2)
     with iopulse.Client(f"unix:{d.socket}") as c:
         snap = c.snapshot(devices=[lo.name])
-    t = time.time()
-    prom.wait_scrape_after(t + 0.1)
-    at = time.time()
     sel = f'device="{lo.name}",op="read"'
-    count = prom.query(f"histogram_count(iopulse_device_service_seconds{{{sel}}})", at)
+    h = snap.devices[lo.name].ops["read"].service_ns
+
+    def scraped_count() -> tuple[float, list[dict]]:
+        t = time.time()
+        prom.wait_scrape_after(t + 0.1)
+        at = time.time()
+        return at, prom.query(f"histogram_count(iopulse_device_service_seconds{{{sel}}})", at)
+
+    at, count = scraped_count()
+    if count and int(float(count[0]["value"][1])) != h.count:
+        # once in a busy run of the suite (Prometheus 2.42) a query after a later scrape
+        # found 1,423 fewer than the snapshot taken before it: shown, and asked once more
+        # after the next scrape, with the daemon's count again, before the count is held
+        with iopulse.Client(f"unix:{d.socket}") as c:
+            again = c.snapshot(devices=[lo.name]).devices[lo.name].ops["read"].service_ns
+        print(f"\nPrometheus count {count[0]['value'][1]} at {at:.3f}, daemon {h.count} "
+              f"before and {again.count} now; asking after the next scrape")
+        at, count = scraped_count()
     q = prom.query(f"histogram_quantile(0.99, iopulse_device_service_seconds{{{sel}}})", at)
     classic = prom.query(f"count(iopulse_device_service_seconds_bucket{{{sel}}})", at)
-    h = snap.devices[lo.name].ops["read"].service_ns
     own = h.percentile(99) / 1e9
     got = float(q[0]["value"][1])
     bound = 2 ** (2 / 16) - 1 + 2 ** -6
