@@ -21,8 +21,17 @@ from iopulse_testlib import REPO, Daemon
 BACKING_DIRS = ("/dev/shm", "/var/tmp")
 
 
+def _torn_down_on_signal(signum, frame):
+    """A run stopped by SIGTERM or SIGHUP (a CI timeout, a killed process group) ends as an
+    interrupted one: pytest still tears the fixtures down, so every loop device is detached
+    and every daemon stopped (by default the signal ended the process there and then)."""
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "root: needs root, BPF and loop devices (every test here)")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _torn_down_on_signal)
 
 
 def pytest_collection_modifyitems(items):
