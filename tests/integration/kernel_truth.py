@@ -137,6 +137,20 @@ class Delivery:
                 f"program ran for")
 
 
+def assert_timed(timed: int, ios: int, unseen: int, kernel: Delivery, goal: float,
+                 what: str = "IOs") -> None:
+    """The README's promise for latency samples: the IOs counted completion_unseen are at
+    most the completions the kernel ran no program for (kernel: the same window), and of the
+    others at least goal are timed."""
+    assert unseen <= kernel.not_run, \
+        f"{unseen} {what} counted completion_unseen, but the kernel ran the programs for all " \
+        f"but {kernel.not_run} completions: {kernel.describe()}"
+    delivered = ios - unseen
+    assert timed >= goal * delivered, \
+        f"latency samples for {timed} of the {delivered} {what} whose completion the " \
+        f"programs saw ({100 * timed / max(delivered, 1):.3f}%)"
+
+
 class CompletionDelivery:
     """Counts, over `with` window, what the kernel delivered of block_rq_complete to the
     programs of process `pid` whose names start with one of `prefixes`."""
